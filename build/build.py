@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""One CLI for building the jax-rocm7 wheel pair.
+
+    python build/build.py wheels [--pjrt-library PATH|released] [--output-dir DIR]
+                                 [--post N] [--only pjrt|plugin]
+
+Where the native library comes from, in order: a Bazel build (on a ROCm 7 build
+host with bazelisk), an explicit --pjrt-library PATH, else `released`: the
+published jax-rocm7-pjrt==X.Y.Z wheel from the package index, re-packaged with
+that provenance recorded in build_info().
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from jax_rocm7_plugin.elf_header import shared_object_problem  # noqa: E402
+from jax_rocm7_plugin.version import JAX_RELEASE  # noqa: E402
+
+LIBRARY_NAME = "xla_rocm_plugin.so"
+CACHE_DIR = Path(os.environ.get("JAX_ROCM_BUILD_CACHE", Path.home() / ".cache" / "jax-rocm7-build"))
+_CHUNK = 8 * 1024 * 1024
+
+
+class BuildError(Exception):
+    """A problem the user can fix; printed as one line, exit status 1."""
+
+
+# ---------------------------------------------------------------- progress
+
+
+class Progress:
+    """Step lines with elapsed time, and a byte counter for long copies."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def step(self, message: str) -> None:
+        print(f"[{time.monotonic() - self.start:6.1f}s] {message}", flush=True)
+
+    def bytes_callback(self, label: str, total: int) -> Callable[[int], None]:
+        marks = {total * k // 10 for k in range(1, 11)} if total else set()
+        tty = sys.stdout.isatty()
+        state = {"next": 1}
+
+        def report(done: int) -> None:
+            decile = done * 10 // total if total else 10
+            if decile >= state["next"] or done in marks:
+                state["next"] = decile + 1
+                line = f"    {label}: {done / 1e6:8.1f} / {total / 1e6:.1f} MB ({decile * 10}%)"
+                print(("\r" + line) if tty else line, end="" if tty and done < total else "\n", flush=True)
+
+        return report
+
+
+def copy_and_hash(source: BinaryIO, destination: Path, size: int, report: Callable[[int], None]) -> str:
+    digest = hashlib.sha256()
+    done = 0
+    with open(destination, "wb") as out:
+        while chunk := source.read(_CHUNK):
+            out.write(chunk)
+            digest.update(chunk)
+            done += len(chunk)
+            report(done)
+    return digest.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- library sources
+
+
+def bazel_build_host() -> str | None:
+    """Why this is (not) a Bazel build host: None when bazelisk/bazel and ROCm 7 are present."""
+    bazel = shutil.which("bazelisk") or shutil.which("bazel")
+    rocm = Path(os.environ.get("ROCM_PATH", "/opt/rocm"))
+    version_file = rocm / ".info" / "version"
+    rocm_version = version_file.read_text().strip() if version_file.is_file() else None
+    if bazel is None:
+        return "no bazelisk or bazel on PATH"
+    if rocm_version is None or not rocm_version.startswith("7."):
+        return f"no ROCm 7 at {rocm} (found {rocm_version or 'nothing'})"
+    return None
+
+
+def fetch_released(release: str, progress: Progress) -> tuple[zipfile.ZipFile, str, dict[str, Any]]:
+    """The published jax-rocm7-pjrt==release wheel (cached), its library member, provenance."""
+    cache = CACHE_DIR / "released"
+    cache.mkdir(parents=True, exist_ok=True)
+    pattern = f"jax_rocm7_pjrt-{release}-*.whl"
+    wheels = sorted(cache.glob(pattern))
+    if not wheels:
+        progress.step(f"downloading jax-rocm7-pjrt=={release} from the package index into {cache}")
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--dest", str(cache), f"jax-rocm7-pjrt=={release}",
+        ]
+        if subprocess.run(command).returncode != 0:
+            raise BuildError(
+                f"could not download jax-rocm7-pjrt=={release}; check the package index or pass "
+                "--pjrt-library PATH"
+            )
+        wheels = sorted(cache.glob(pattern))
+        if not wheels:
+            raise BuildError(f"pip reported success but no {pattern} is in {cache}")
+    else:
+        progress.step(f"using cached {wheels[0].name}")
+    wheel = wheels[0]
+    archive = zipfile.ZipFile(wheel)
+    members = [n for n in archive.namelist() if n.endswith("/" + LIBRARY_NAME)]
+    if len(members) != 1:
+        raise BuildError(f"{wheel.name} holds {len(members)} copies of {LIBRARY_NAME}, expected 1")
+    provenance = {
+        "kind": "released",
+        "distribution": f"jax-rocm7-pjrt=={release}",
+        "wheel": wheel.name,
+        "wheel_sha256": sha256_file(wheel),
+        "member": members[0],
+    }
+    return archive, members[0], provenance
+
+
+# ---------------------------------------------------------------- build_info
+
+
+def library_c_api_version(path: Path) -> tuple[str | None, str | None]:
+    """(version, None) read by loading the library in a child process, or (None, why not)."""
+    probe = (
+        "import sys; from pathlib import Path; from jax_rocm7_plugin import pjrt_api; "
+        "print(pjrt_api.read_c_api_version(pjrt_api.load_library(Path(sys.argv[1]))))"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(path)],
+            capture_output=True, text=True, timeout=120, cwd=REPO,
+        )
+    except subprocess.TimeoutExpired:
+        return None, "loading the library took over 120 s"
+    if done.returncode == 0:
+        return done.stdout.strip(), None
+    last = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
+    return None, f"not loadable on the build machine: {last}"
+
+
+def library_build_info(path: Path, progress: Progress) -> dict[str, Any]:
+    from jax_rocm7_plugin.elf_facts import read_elf_facts
+
+    progress.step("reading ELF facts and offload targets")
+    facts = read_elf_facts(path)
+    c_api, c_api_why = library_c_api_version(path)
+    major = facts.hip_runtime_major
+    return {
+        "rocm_version": f"{major}.x" if major is not None else None,
+        "rocm_version_evidence": (
+            f"NEEDED libamdhip64.so.{major}" if major is not None else "the library does not link libamdhip64"
+        ),
+        "amdgpu_targets": facts.offload_targets or None,
+        "offload_bundles": facts.offload_bundles,
+        "pjrt_c_api_version": c_api,
+        "pjrt_c_api_version_unknown_because": c_api_why,
+        "needed": facts.needed,
+        "runpath": facts.runpath,
+        "exports": facts.exports,
+    }
+
+
+# ---------------------------------------------------------------- wheels
+
+
+def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
+    before = set(output_dir.glob("*.whl"))
+    command = [
+        sys.executable, str(REPO / script), "--quiet",
+        "egg_info", "--egg-base", str(work),
+        "build", "--build-base", str(work / "build"),
+        "bdist_wheel", "--bdist-dir", str(work / "bdist"), "--dist-dir", str(output_dir),
+    ]
+    env = {**os.environ, "JAX_ROCM_STAGING": str(staging)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"{script} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
+    made = sorted(set(output_dir.glob("*.whl")) - before) or _newest_wheel(output_dir, script)
+    return made[-1]
+
+
+def _newest_wheel(output_dir: Path, script: str) -> list[Path]:
+    prefix = "jax_rocm7_pjrt-" if "pjrt" in script else "jax_rocm7_plugin-"
+    return sorted(output_dir.glob(prefix + "*.whl"), key=lambda p: p.stat().st_mtime)
+
+
+def stage_common(staging: Path, readme_name: str, readme: str) -> None:
+    shutil.copy2(REPO / "LICENSE", staging / "LICENSE")
+    (staging / readme_name).write_text(readme, encoding="utf-8")
+
+
+def build_pjrt_wheel(args: argparse.Namespace, version: str, output_dir: Path, progress: Progress) -> Path:
+    with tempfile.TemporaryDirectory(prefix="jax-rocm7-pjrt-") as tmp:
+        staging = Path(tmp) / "staging"
+        package = staging / "jax_rocm7_pjrt"
+        package.mkdir(parents=True)
+        shutil.copy2(REPO / "pjrt" / "jax_rocm7_pjrt" / "__init__.py", package / "__init__.py")
+        library = package / LIBRARY_NAME
+
+        source = args.pjrt_library
+        if source is None:
+            why_not_bazel = bazel_build_host()
+            if why_not_bazel is None:
+                raise BuildError(
+                    "bazelisk and ROCm 7 are present, but the Bazel build of the library is not wired "
+                    "into build.py yet; pass --pjrt-library PATH or --pjrt-library released"
+                )
+            progress.step(f"not a Bazel build host ({why_not_bazel}): using the released library")
+            source = "released"
+
+        if source == "released":
+            archive, member, provenance = fetch_released(args.release, progress)
+            with archive, archive.open(member) as handle:
+                size = archive.getinfo(member).file_size
+                progress.step(f"extracting {member} ({size / 1e6:.0f} MB)")
+                digest = copy_and_hash(handle, library, size, progress.bytes_callback("extract", size))
+        else:
+            path = Path(source)
+            if not path.is_file():
+                raise BuildError(f"--pjrt-library {source}: no such file")
+            problem = shared_object_problem(path)
+            if problem is not None:
+                raise BuildError(f"--pjrt-library {source}: {problem}")
+            size = path.stat().st_size
+            progress.step(f"copying {path} ({size / 1e6:.0f} MB)")
+            with open(path, "rb") as handle:
+                digest = copy_and_hash(handle, library, size, progress.bytes_callback("copy", size))
+            provenance = {"kind": "path", "path": str(path.resolve())}
+        os.chmod(library, 0o755)
+
+        info = {
+            "version": version,
+            "release": args.release,
+            "library": LIBRARY_NAME,
+            "library_sha256": digest,
+            "library_size": size,
+            "source": provenance,
+            **library_build_info(library, progress),
+            "built_by": "build/build.py",
+        }
+        (package / "build_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        stage_common(staging, "README.pjrt.md", _PJRT_README.format(**info, rocm=info["rocm_version"] or "unknown"))
+        progress.step(f"writing the jax-rocm7-pjrt {version} wheel (compressing {size / 1e6:.0f} MB)")
+        wheel = run_setup("setup_pjrt.py", staging, output_dir, Path(tmp))
+    progress.step(f"built {wheel} ({wheel.stat().st_size / 1e6:.1f} MB)")
+    return wheel
+
+
+def _plugin_sources() -> Iterator[tuple[Path, Path]]:
+    for top in ("jax_rocm7_plugin", "jax_plugins"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed", ".so"):
+                yield path, path.relative_to(REPO)
+
+
+def build_plugin_wheel(args: argparse.Namespace, version: str, output_dir: Path, progress: Progress) -> Path:
+    with tempfile.TemporaryDirectory(prefix="jax-rocm7-plugin-") as tmp:
+        staging = Path(tmp) / "staging"
+        for source, relative in _plugin_sources():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, staging / relative)
+        stamp_version(staging / "jax_rocm7_plugin" / "version.py", version)
+        build = {"version": version, "release": args.release, "rocm_version": "7.x"}
+        (staging / "plugin_build.json").write_text(json.dumps(build, indent=2) + "\n", encoding="utf-8")
+        stage_common(staging, "README.plugin.md", _PLUGIN_README.format(**build))
+        progress.step(f"writing the jax-rocm7-plugin {version} wheel")
+        wheel = run_setup("setup_plugin.py", staging, output_dir, Path(tmp))
+    progress.step(f"built {wheel}")
+    return wheel
+
+
+def stamp_version(version_py: Path, version: str) -> None:
+    lines = version_py.read_text(encoding="utf-8").splitlines(keepends=True)
+    stamped = [f'__version__ = "{version}"\n' if line.startswith("__version__ =") else line for line in lines]
+    if stamped == lines and f'__version__ = "{version}"\n' not in lines:
+        raise BuildError(f"{version_py} has no `__version__ =` line to stamp")
+    version_py.write_text("".join(stamped), encoding="utf-8")
+
+
+_PJRT_README = """# jax-rocm7-pjrt {version}
+
+The PJRT C-API plugin library that gives JAX its 'rocm' backend on AMD GPUs
+(ROCm {rocm}). Installed by `pip install "jax[rocm7-local]"` through
+jax-rocm7-plugin; `jax_rocm7_pjrt.build_info()` says how it was built.
+"""
+
+_PLUGIN_README = """# jax-rocm7-plugin {version}
+
+Registers the 'rocm' backend with JAX {release} when this machine can run it, and
+says in one line why not when it cannot. Needs jax-rocm7-pjrt {release}.* and
+ROCm {rocm_version} (from /opt/rocm, or `jax-rocm7-plugin[with-rocm]` from pip).
+"""
+
+
+def wheels_command(args: argparse.Namespace) -> int:
+    progress = Progress()
+    version = args.release + (f".post{args.post}" if args.post is not None else "")
+    output_dir = Path(args.output_dir).resolve()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    built = []
+    if args.only in (None, "pjrt"):
+        built.append(build_pjrt_wheel(args, version, output_dir, progress))
+    if args.only in (None, "plugin"):
+        built.append(build_plugin_wheel(args, version, output_dir, progress))
+    for wheel in built:
+        print(wheel)
+    return 0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="build/build.py", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    wheels = commands.add_parser("wheels", help="build jax-rocm7-pjrt and jax-rocm7-plugin wheels")
+    wheels.add_argument(
+        "--pjrt-library", metavar="PATH|released",
+        help="the PJRT .so to package, or 'released' for the published jax-rocm7-pjrt library",
+    )
+    wheels.add_argument("--output-dir", default=str(REPO / "dist"), help="where wheels go (default: dist/)")
+    wheels.add_argument("--post", type=int, metavar="N", help="version the wheels X.Y.Z.postN")
+    wheels.add_argument("--only", choices=("pjrt", "plugin"), help="build just one of the two wheels")
+    wheels.add_argument(
+        "--release", default=JAX_RELEASE, metavar="X.Y.Z",
+        help=f"jax release the wheels serve (default {JAX_RELEASE}, from jax_rocm7_plugin/version.py)",
+    )
+    args = parser.parse_args(argv)
+    if args.post is not None and args.post < 0:
+        parser.error("--post must be a non-negative integer")
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if len(Version(args.release).release) != 3 or str(Version(args.release)) != args.release:
+            raise InvalidVersion(args.release)
+    except InvalidVersion:
+        parser.error(f"--release must be X.Y.Z, got {args.release!r}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return wheels_command(args)
+    except BuildError as error:
+        print(f"build.py: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

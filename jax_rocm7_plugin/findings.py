@@ -1,0 +1,205 @@
+"""The catalog of findings: what can stop (or hurt) the ROCm backend, and the fix.
+
+The loader's one-line warning and the doctor's report are both rendered from
+these objects, so the two never disagree. Ids are part of the public interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+_SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    summary: str
+    fix: str
+    evidence: tuple[str, ...] = field(default=())
+
+    @property
+    def blocks_rocm(self) -> bool:
+        """An error means jax will not get a RocmDevice."""
+        return self.severity == "error"
+
+    def sentence(self) -> str:
+        """One line: cause, then fix."""
+        return f"{self.summary}. Fix: {self.fix}"
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["evidence"] = list(self.evidence)
+        return data
+
+
+def most_severe_first(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: _SEVERITY_RANK[f.severity])
+
+
+def first_blocking(findings: list[Finding]) -> Finding | None:
+    return next((f for f in findings if f.blocks_rocm), None)
+
+
+_GROUP_FIX = (
+    "add your user to the 'render' and 'video' groups "
+    "(sudo usermod -aG render,video $USER) and log in again; in a container pass "
+    "--group-add render --group-add video"
+)
+_CONTAINER_DEVICES = "--device=/dev/kfd --device=/dev/dri"
+
+
+def amdgpu_driver_missing(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "amdgpu-driver-missing",
+        "error",
+        "no AMD GPU driver: the KFD topology is absent and the amdgpu kernel module is not loaded",
+        "install the amdgpu driver (amdgpu-dkms from AMD's ROCm repository) and reboot; in a "
+        f"container, run on a host that has it and pass {_CONTAINER_DEVICES}",
+        evidence,
+    )
+
+
+def kfd_device_missing(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "kfd-device-missing",
+        "error",
+        "the amdgpu driver is loaded but /dev/kfd does not exist here",
+        f"start the container with {_CONTAINER_DEVICES}",
+        evidence,
+    )
+
+
+def kfd_permission_denied(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "kfd-permission-denied",
+        "error",
+        "/dev/kfd exists but this user cannot open it for reading and writing",
+        _GROUP_FIX,
+        evidence,
+    )
+
+
+def render_node_missing(severity: Severity, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "render-node-missing",
+        severity,
+        "the render node of "
+        + ("every" if severity == "error" else "some")
+        + " AMD GPU is missing under /dev/dri",
+        f"start the container with {_CONTAINER_DEVICES}",
+        evidence,
+    )
+
+
+def render_node_permission_denied(severity: Severity, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "render-node-permission-denied",
+        severity,
+        "this user cannot open the render node of "
+        + ("any" if severity == "error" else "every")
+        + " AMD GPU for reading and writing",
+        _GROUP_FIX,
+        evidence,
+    )
+
+
+def no_gpu_nodes(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "no-gpu-nodes",
+        "error",
+        "the amdgpu driver is loaded but its KFD topology lists no GPU (no node with simd_count > 0)",
+        "check that the GPU is supported by this driver (dmesg | grep -i amdgpu) and not "
+        "hidden from this container or VM",
+        evidence,
+    )
+
+
+def wsl_detected(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "wsl-detected",
+        "info",
+        "WSL detected (/dev/dxg): the GPU is reached through the WSL driver, not KFD",
+        "nothing to do if ROCm for WSL is installed; otherwise install it",
+        evidence,
+    )
+
+
+def pjrt_wheel_missing(evidence: tuple[str, ...]) -> Finding:
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    return Finding(
+        "pjrt-wheel-missing",
+        "error",
+        "the ROCm PJRT library is not installed (no jax-rocm7-pjrt wheel, no "
+        "JAX_ROCM_PJRT_LIBRARY)",
+        f'pip install "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        evidence,
+    )
+
+
+def pjrt_library_invalid(summary: str, evidence: tuple[str, ...]) -> Finding:
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    return Finding(
+        "pjrt-library-invalid",
+        "error",
+        summary,
+        "point JAX_ROCM_PJRT_LIBRARY at a PJRT plugin .so, or unset it and "
+        f'reinstall the library: pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        evidence,
+    )
+
+
+def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "library-dependency-missing",
+        "error",
+        summary,
+        "install ROCm 7 (AMD's packages into /opt/rocm, or pip install "
+        '"jax-rocm7-plugin[with-rocm]") or add its lib directory to LD_LIBRARY_PATH',
+        evidence,
+    )
+
+
+def version_skew(kind: str, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(f"version-skew-{kind}", "error", summary, fix, evidence)
+
+
+def pjrt_c_api_mismatch(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding("pjrt-c-api-mismatch", "error", summary, fix, evidence)
+
+
+def jaxlib_missing() -> Finding:
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    return Finding(
+        "jaxlib-missing",
+        "error",
+        "jaxlib is not installed",
+        f'pip install "jax[rocm7-local]=={JAX_RELEASE}"',
+    )
+
+
+def xla_client_env_invalid(message: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "xla-client-env-invalid",
+        "error",
+        f"an XLA client setting in the environment is invalid: {message}",
+        "correct or unset that variable (see https://docs.jax.dev/en/latest/gpu_memory_allocation.html)",
+        evidence,
+    )
+
+
+def device_bitcode_missing(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "device-bitcode-missing",
+        "warning",
+        "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so "
+        "XLA cannot compile kernels",
+        'reinstall it: pip install --force-reinstall "jax-rocm7-plugin[with-rocm]"',
+        evidence,
+    )

@@ -1,0 +1,96 @@
+"""Which PJRT library the loader uses, in order of precedence.
+
+1. `JAX_ROCM_PJRT_LIBRARY`: an explicit path (must be a regular file).
+2. The installed `jax_rocm7_pjrt` package (the jax-rocm7-pjrt wheel).
+3. Bazel runfiles, during development (`bazel run`/`bazel test` of this repo).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.elf_header import shared_object_problem
+from jax_rocm7_plugin.findings import Finding
+
+LIBRARY_ENV = "JAX_ROCM_PJRT_LIBRARY"
+LIBRARY_NAME = "xla_rocm_plugin.so"
+# Workspace names under which the runfiles tree holds our targets (bzlmod: _main).
+_RUNFILES_WORKSPACES = ("_main", "jax_rocm7")
+
+
+@dataclass(frozen=True)
+class LibraryChoice:
+    path: Path
+    source: str
+    pjrt_version: str | None  # None when not from the jax-rocm7-pjrt wheel
+
+
+def locate_library(environ: Mapping[str, str]) -> LibraryChoice | Finding:
+    explicit = environ.get(LIBRARY_ENV)
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            what = "does not exist" if not path.exists() else "is not a regular file"
+            return catalog.pjrt_library_invalid(
+                f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",)
+            )
+        return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None))
+
+    if importlib.util.find_spec("jax_rocm7_pjrt") is not None:
+        return _from_pjrt_wheel()
+
+    runfile = _runfiles_library(environ)
+    if runfile is not None:
+        return _checked(LibraryChoice(runfile, "bazel runfiles", None))
+    return catalog.pjrt_wheel_missing(("no module jax_rocm7_pjrt", f"{LIBRARY_ENV} is not set"))
+
+
+def _from_pjrt_wheel() -> LibraryChoice | Finding:
+    pjrt = importlib.import_module("jax_rocm7_pjrt")
+    path = Path(pjrt.library_path())
+    try:
+        version = str(pjrt.build_info()["version"])
+    except (OSError, ValueError, KeyError) as error:
+        return catalog.pjrt_library_invalid(
+            f"jax-rocm7-pjrt at {path.parent} has no usable build_info.json", (str(error),)
+        )
+    if not path.is_file():
+        return catalog.pjrt_library_invalid(
+            f"jax-rocm7-pjrt {version} is installed but its library {path} is missing",
+            (f"{path} does not exist",),
+        )
+    return _checked(LibraryChoice(path, "jax-rocm7-pjrt", version))
+
+
+def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
+    problem = shared_object_problem(choice.path)
+    if problem is not None:
+        return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
+    return choice
+
+
+def _runfiles_library(environ: Mapping[str, str]) -> Path | None:
+    wanted = [f"{ws}/pjrt/{LIBRARY_NAME}" for ws in _RUNFILES_WORKSPACES]
+    runfiles_dir = environ.get("RUNFILES_DIR")
+    if runfiles_dir:
+        for relative in wanted:
+            candidate = Path(runfiles_dir) / relative
+            if candidate.is_file():
+                return candidate
+    manifest = environ.get("RUNFILES_MANIFEST_FILE")
+    if manifest:
+        try:
+            lines = Path(manifest).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            logical, _, actual = line.partition(" ")
+            if logical in wanted and actual and os.path.isfile(actual):
+                return Path(actual)
+    return None

@@ -1,0 +1,243 @@
+"""Decide whether this machine gets the 'rocm' backend, and register it with jax.
+
+Order matters for cost: on a machine without an AMD GPU the decision is a
+directory listing and a few stats; the 520 MB library is loaded only when the
+machine, the library's presence and the versions all check out.
+
+Failure never breaks `import jax`: the user gets one warning line with the cause
+and the fix, and a backend factory under 'rocm' that raises that same cause, so
+`JAX_PLATFORMS=rocm` reports "Unable to initialize backend 'rocm': <cause>".
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin import versions
+from jax_rocm7_plugin.client_options import PLATFORM_NAME, rocm_client_options
+from jax_rocm7_plugin.findings import Finding, first_blocking
+from jax_rocm7_plugin.library import LibraryChoice, locate_library
+from jax_rocm7_plugin.machine import machine_findings, probe_machine
+from jax_rocm7_plugin.sysroot import sysroot
+from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+logger = logging.getLogger("jax_rocm7_plugin")
+
+BACKEND = "rocm"
+PRIORITY = 500
+# Modules jax imports from this package by name (jaxlib.plugin_support); Bazel builds them.
+EXTENSION_MODULES = ("rocm_plugin_extension", "_solver", "_linalg", "_prng", "_sparse", "_hybrid", "_rnn", "_triton")
+
+
+@dataclass
+class Plan:
+    """Everything needed to register the backend."""
+
+    library: LibraryChoice
+    options: dict[str, Any]
+    c_api_version: str | None = None
+    warnings: list[Finding] = field(default_factory=list)
+    environment_changes: list[str] = field(default_factory=list)
+
+
+def rocm_requested(platforms: str | None) -> bool:
+    """False when JAX_PLATFORMS (or jax_platforms) is set and leaves rocm out."""
+    if not platforms:
+        return True
+    from jax._src import xla_bridge
+
+    names = [p.strip().lower() for p in platforms.split(",") if p.strip()]
+    return any(BACKEND in xla_bridge.expand_platform_alias(name) for name in names)
+
+
+def rocm_required(platforms: str | None) -> bool:
+    """True when the user explicitly asked for rocm, so failure becomes jax's error."""
+    return bool(platforms) and rocm_requested(platforms)
+
+
+def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = True) -> Plan | Finding:
+    """Checks in order of cost; the first blocking finding ends the plan."""
+    blocking = first_blocking(machine_findings(probe_machine(root)))
+    if blocking is not None:
+        return blocking
+
+    library = locate_library(environ)
+    if isinstance(library, Finding):
+        return library
+
+    try:
+        from jaxlib.version import __version__ as jaxlib_version
+    except ImportError:
+        return catalog.jaxlib_missing()
+    skews = [versions.check_jaxlib(PLUGIN_VERSION, jaxlib_version)]
+    if library.pjrt_version is not None:
+        skews.append(versions.check_pjrt(PLUGIN_VERSION, library.pjrt_version))
+    for skew in skews:
+        if skew is not None:
+            return catalog.version_skew(skew.kind, skew.summary, skew.fix, skew.evidence)
+
+    options = rocm_client_options(environ)
+    if isinstance(options, Finding):
+        return options
+
+    plan = Plan(library=library, options=options)
+    if not load:
+        return plan
+    return _load_and_check_c_api(plan, jaxlib_version)
+
+
+def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
+    from jax_rocm7_plugin import pjrt_api, rocm_pip
+
+    pip_rocm = rocm_pip.find_pip_rocm()
+    if pip_rocm is not None and rocm_pip.pip_rocm_in_use(pip_rocm, os.environ):
+        # HIP reads these when it initialises, so they must be set before the load.
+        plan.environment_changes = rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)
+        if not pip_rocm.complete:
+            plan.warnings.append(catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",)))
+
+    path = plan.library.path
+    try:
+        library = pjrt_api.load_library(path)
+        c_api = pjrt_api.read_c_api_version(library)
+    except pjrt_api.LibraryLoadError as error:
+        if error.missing:
+            return catalog.library_dependency_missing(
+                f"the PJRT library needs {error.missing}, which the dynamic loader cannot find",
+                (str(error), f"library: {path}"),
+            )
+        return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (str(error),))
+    except pjrt_api.NotAPjrtPlugin as error:
+        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {error}", (f"library: {path}",))
+
+    expected = versions.expected_pjrt_c_api_major(jaxlib_version)
+    if expected is not None and c_api.major != expected:
+        return catalog.pjrt_c_api_mismatch(
+            f"the PJRT library speaks PJRT C API {c_api}, but jaxlib {jaxlib_version} speaks {expected}.x",
+            f'install the library built for this jaxlib: pip install "jax-rocm7-pjrt=='
+            f'{versions.release_str(jaxlib_version)}.*"',
+            (f"library: {path}", f"jaxlib=={jaxlib_version}"),
+        )
+    plan.c_api_version = str(c_api)
+    return plan
+
+
+def initialize() -> None:
+    """Entry point jax calls during plugin discovery. Never raises."""
+    try:
+        _initialize()
+    except Exception as error:  # noqa: BLE001 - jax would print a traceback; one line is kinder
+        _report_unavailable(
+            catalog.Finding(
+                "loader-internal-error",
+                "error",
+                f"jax-rocm7-plugin {PLUGIN_VERSION} failed unexpectedly ({type(error).__name__}: {error})",
+                "report this with the output of `python -m jax_rocm7_plugin doctor`",
+            ),
+            _platforms_setting(),
+        )
+
+
+def _platforms_setting() -> str | None:
+    try:
+        from jax._src import config
+
+        value = config.jax_platforms.value
+    except Exception:  # noqa: BLE001 - jax internals moved: fall back to the variable
+        value = os.environ.get("JAX_PLATFORMS")
+    return value or None
+
+
+def _initialize() -> None:
+    platforms = _platforms_setting()
+    if not rocm_requested(platforms):
+        logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
+        return
+    outcome = plan_registration(os.environ, sysroot())
+    if isinstance(outcome, Finding):
+        _report_unavailable(outcome, platforms)
+        return
+    for finding in outcome.warnings:
+        logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
+    if outcome.environment_changes:
+        logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
+    _register(outcome, platforms)
+
+
+def _register(plan: Plan, platforms: str | None) -> None:
+    from jax._src import xla_bridge
+    from jaxlib import xla_client
+
+    try:
+        c_api = xla_bridge.register_plugin(
+            BACKEND, priority=PRIORITY, library_path=str(plan.library.path), options=plan.options
+        )
+    except Exception as error:  # noqa: BLE001 - jax's loader error, reported as a finding
+        _report_unavailable(
+            catalog.pjrt_library_invalid(
+                f"jax could not load {plan.library.path}: {error}", (f"source: {plan.library.source}",)
+            ),
+            platforms,
+        )
+        return
+    logger.debug(
+        "registered backend %r from %s (%s, PJRT C API %s)",
+        BACKEND, plan.library.path, plan.library.source, plan.c_api_version,
+    )
+    extension = _import_extension_modules()
+    if extension is not None:
+        _register_extension(extension, c_api, xla_client)
+
+
+def _import_extension_modules() -> Any | None:
+    missing = [m for m in EXTENSION_MODULES if importlib.util.find_spec(f"jax_rocm7_plugin.{m}") is None]
+    if missing:
+        logger.debug(
+            "not built into this jax-rocm7-plugin wheel (ROCm custom calls, e.g. linalg on GPU, "
+            "are unavailable): %s", ", ".join(missing),
+        )
+    if "rocm_plugin_extension" in missing:
+        return None
+    return importlib.import_module("jax_rocm7_plugin.rocm_plugin_extension")
+
+
+def _register_extension(extension: Any, c_api: Any, xla_client: Any) -> None:
+    """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM."""
+    xla_client.register_custom_type_handler(
+        PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api)
+    )
+    xla_client.register_custom_call_handler(
+        PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)
+    )
+    for name, value in extension.ffi_types().items():
+        xla_client.register_custom_type(name, value, platform=PLATFORM_NAME)
+    for name, value in extension.ffi_handlers().items():
+        xla_client.register_custom_call_target(name, value, platform=PLATFORM_NAME, api_version=1)
+
+
+class RocmUnavailable(RuntimeError):
+    """Raised by the placeholder backend factory: carries the finding's sentence."""
+
+
+def _report_unavailable(finding: Finding, platforms: str | None) -> None:
+    """One warning line (unless jax will raise it as an error), and a factory that raises it."""
+    from jax._src import xla_bridge
+
+    if not rocm_required(platforms):
+        logger.warning("ROCm backend unavailable, jax falls back to CPU: %s [%s]", finding.sentence(), finding.id)
+    if BACKEND in xla_bridge._backend_factories:
+        return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
+
+    def unavailable() -> Any:
+        raise RocmUnavailable(f"{finding.sentence()} [{finding.id}]")
+
+    xla_bridge.register_backend_factory(BACKEND, unavailable, priority=PRIORITY, fail_quietly=True)

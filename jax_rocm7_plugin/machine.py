@@ -1,0 +1,150 @@
+"""Can this machine run ROCm? Device nodes and driver state, read under a sysroot.
+
+`probe_machine` gathers facts (cheap: a directory listing and a few stats and
+small reads); `machine_findings` turns them into findings. Both are pure over
+the sysroot, so tests drive every branch with synthetic trees.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin.sysroot import host_path
+from jax_rocm7_plugin.topology import Topology, read_topology
+
+KFD_DEVICE = "/dev/kfd"
+DXG_DEVICE = "/dev/dxg"
+AMDGPU_MODULE = "/sys/module/amdgpu"
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    path: Path
+    exists: bool
+    accessible: bool  # readable and writable by this process
+
+
+@dataclass(frozen=True)
+class GpuState:
+    node_index: int
+    gfx_target: str | None
+    render_node: DeviceNode | None  # None: the topology names no render minor
+
+
+@dataclass(frozen=True)
+class MachineState:
+    root: Path
+    topology: Topology
+    amdgpu_module_loaded: bool
+    kfd: DeviceNode
+    wsl_dxg: bool
+    gpus: tuple[GpuState, ...]
+
+    @property
+    def usable_gpus(self) -> tuple[GpuState, ...]:
+        if not self.kfd.accessible:
+            return ()
+        return tuple(g for g in self.gpus if g.render_node is not None and g.render_node.accessible)
+
+
+def _device_node(path: Path) -> DeviceNode:
+    exists = os.path.exists(path)
+    return DeviceNode(path, exists, exists and os.access(path, os.R_OK | os.W_OK))
+
+
+def probe_machine(root: Path) -> MachineState:
+    topology = read_topology(root)
+    gpus = []
+    for node in topology.gpus:
+        minor = node.drm_render_minor
+        render = None if minor is None else _device_node(host_path(root, f"/dev/dri/renderD{minor}"))
+        gpus.append(GpuState(node.index, node.gfx_target, render))
+    return MachineState(
+        root=root,
+        topology=topology,
+        amdgpu_module_loaded=os.path.isdir(host_path(root, AMDGPU_MODULE)),
+        kfd=_device_node(host_path(root, KFD_DEVICE)),
+        wsl_dxg=os.path.exists(host_path(root, DXG_DEVICE)),
+        gpus=tuple(gpus),
+    )
+
+
+def machine_findings(state: MachineState) -> list[Finding]:
+    """Findings about the driver and device nodes, most decisive first."""
+    if state.wsl_dxg and not state.topology.present:
+        # WSL exposes GPUs through /dev/dxg, not KFD: driver checks do not apply.
+        return [catalog.wsl_detected((f"{state.root / DXG_DEVICE.lstrip('/')} exists",))]
+    topo_dir = host_path(state.root, "/sys/class/kfd/kfd/topology/nodes")
+    if not state.topology.present:
+        if not state.amdgpu_module_loaded:
+            return [
+                catalog.amdgpu_driver_missing(
+                    (f"{topo_dir} does not exist", f"{host_path(state.root, AMDGPU_MODULE)} does not exist")
+                    + state.topology.problems
+                )
+            ]
+        # Module loaded but no topology: the KFD part of the driver did not come up.
+        return [
+            catalog.no_gpu_nodes(
+                (f"{topo_dir} does not exist although the amdgpu module is loaded",)
+                + state.topology.problems
+            )
+        ]
+    if not state.gpus:
+        cpu_nodes = len(state.topology.nodes)
+        return [
+            catalog.no_gpu_nodes(
+                (f"{topo_dir}: {cpu_nodes} node(s), none with simd_count > 0",) + state.topology.problems
+            )
+        ]
+    found: list[Finding] = []
+    if not state.kfd.exists:
+        found.append(catalog.kfd_device_missing((f"{state.kfd.path} does not exist",)))
+    elif not state.kfd.accessible:
+        found.append(catalog.kfd_permission_denied(_permission_evidence(state.kfd.path)))
+    missing = [g for g in state.gpus if g.render_node is None or not g.render_node.exists]
+    denied = [g for g in state.gpus if g.render_node is not None and g.render_node.exists and not g.render_node.accessible]
+    all_blocked = len(missing) + len(denied) == len(state.gpus)
+    if missing:
+        found.append(
+            catalog.render_node_missing(
+                "error" if all_blocked else "warning",
+                tuple(_render_evidence(g) for g in missing),
+            )
+        )
+    if denied:
+        found.append(
+            catalog.render_node_permission_denied(
+                "error" if all_blocked else "warning",
+                tuple(e for g in denied for e in _permission_evidence(g.render_node.path)),  # type: ignore[union-attr]
+            )
+        )
+    return found
+
+
+def _render_evidence(gpu: GpuState) -> str:
+    if gpu.render_node is None:
+        return f"KFD node {gpu.node_index} has no drm_render_minor"
+    return f"KFD node {gpu.node_index} ({gpu.gfx_target or 'unknown target'}): {gpu.render_node.path} does not exist"
+
+
+def _permission_evidence(path: Path) -> tuple[str, ...]:
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return (f"{path}: {error.strerror}",)
+    group = _group_name(info.st_gid)
+    return (f"{path} is owned by group '{group}' with mode {info.st_mode & 0o777:o}; uid {os.getuid()} is not allowed",)
+
+
+def _group_name(gid: int) -> str:
+    try:
+        import grp
+
+        return grp.getgrgid(gid).gr_name
+    except (KeyError, ImportError):
+        return str(gid)

@@ -1,0 +1,82 @@
+"""ROCm installed from pip (TheRock's `rocm-sdk-core` wheel, package `_rocm_sdk_core`).
+
+XLA compiles kernels at run time: it links the device bitcode libraries (ocml.bc,
+ockl.bc, ...) and calls ld.lld. A system ROCm has them under /opt/rocm; a pip
+ROCm has them inside site-packages, where nothing looks by default. When (and
+only when) the pip ROCm is the runtime the PJRT library will load, we point HIP
+and XLA at it, never overriding a variable the user set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PIP_ROCM_MODULE = "_rocm_sdk_core"
+HIP_RUNTIME = "libamdhip64.so.7"
+_BITCODE_DIRS = ("lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode", "amdgcn/bitcode")
+_LLD_DIRS = ("lib/llvm/bin", "llvm/bin", "bin")
+
+
+@dataclass(frozen=True)
+class PipRocm:
+    root: Path
+    bitcode_dir: Path | None  # holds ocml.bc
+    lld_dir: Path | None  # holds ld.lld
+
+    @property
+    def complete(self) -> bool:
+        return self.bitcode_dir is not None and self.lld_dir is not None
+
+
+def find_pip_rocm(root: Path | None = None) -> PipRocm | None:
+    """The pip ROCm root (from the import system unless given), if it has a HIP runtime."""
+    if root is None:
+        spec = importlib.util.find_spec(PIP_ROCM_MODULE)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        root = Path(next(iter(spec.submodule_search_locations)))
+    if not (root / "lib" / HIP_RUNTIME).exists():
+        return None
+    bitcode = next((root / d for d in _BITCODE_DIRS if (root / d / "ocml.bc").is_file()), None)
+    lld = next((root / d for d in _LLD_DIRS if (root / d / "ld.lld").is_file()), None)
+    return PipRocm(root, bitcode, lld)
+
+
+def pip_rocm_in_use(pip_rocm: PipRocm, environ: Mapping[str, str]) -> bool:
+    """Will the dynamic loader take HIP from the pip ROCm?
+
+    LD_LIBRARY_PATH wins over the library's RUNPATH, and ROCM_PATH names the
+    ROCm the user chose; either pointing at another HIP runtime means a system
+    ROCm is in use.
+    """
+    rocm_path = environ.get("ROCM_PATH")
+    if rocm_path and Path(rocm_path).resolve() != pip_rocm.root.resolve():
+        return False
+    for entry in environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry and (Path(entry) / HIP_RUNTIME).exists():
+            return Path(entry).resolve() == (pip_rocm.root / "lib").resolve()
+    return True
+
+
+def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> list[str]:
+    """Set the variables HIP and XLA read to find bitcode and ld.lld; return what was set."""
+    changed: list[str] = []
+
+    def set_default(name: str, value: str) -> None:
+        if name not in environ:
+            environ[name] = value
+            changed.append(f"{name}={value}")
+
+    set_default("ROCM_PATH", str(pip_rocm.root))
+    if pip_rocm.bitcode_dir is not None:
+        set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
+    if pip_rocm.lld_dir is not None:
+        path_entries = environ.get("PATH", "").split(os.pathsep)
+        if str(pip_rocm.lld_dir) not in path_entries:
+            environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
+            changed.append(f"PATH+={pip_rocm.lld_dir}")
+    return changed

@@ -1,0 +1,134 @@
+"""The KFD topology the amdgpu driver publishes in sysfs, parsed defensively.
+
+Format (one file per node, `/sys/class/kfd/kfd/topology/nodes/<N>/properties`):
+one `key value` pair per line, value a decimal integer. CPU nodes report
+`simd_count 0`; GPU nodes report their compute units' SIMDs, their target as
+`gfx_target_version` (major*10000 + minor*100 + stepping) and their DRM render
+minor (`/dev/dri/renderD<minor>`).
+
+Pure functions over a sysroot. Nothing here raises for bad input: malformed lines
+are skipped, unreadable or oversized files become problems the caller reports.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jax_rocm7_plugin.sysroot import host_path
+
+TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"
+AMD_VENDOR_ID = 4098  # 0x1002
+# Real properties files are ~1.5 KB; anything far larger is not a KFD file.
+MAX_PROPERTIES_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class KfdNode:
+    """One node of the KFD topology (a CPU or a GPU agent)."""
+
+    index: int
+    properties: dict[str, int]
+
+    @property
+    def simd_count(self) -> int:
+        return self.properties.get("simd_count", 0)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.simd_count > 0
+
+    @property
+    def gfx_target_version(self) -> int | None:
+        return self.properties.get("gfx_target_version") or None
+
+    @property
+    def gfx_target(self) -> str | None:
+        version = self.gfx_target_version
+        return gfx_name(version) if version is not None else None
+
+    @property
+    def drm_render_minor(self) -> int | None:
+        minor = self.properties.get("drm_render_minor")
+        return minor if minor is not None and minor >= 0 else None
+
+    @property
+    def vendor_id(self) -> int | None:
+        return self.properties.get("vendor_id")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What the topology directory held: nodes read, and files that could not be."""
+
+    present: bool
+    nodes: tuple[KfdNode, ...] = ()
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def gpus(self) -> tuple[KfdNode, ...]:
+        return tuple(node for node in self.nodes if node.is_gpu)
+
+
+def gfx_name(target_version: int) -> str | None:
+    """gfx name for a KFD `gfx_target_version`: 90402 -> gfx942, 90010 -> gfx90a.
+
+    Minor and stepping are one hex digit each in LLVM's processor names.
+    """
+    if target_version <= 0:
+        return None
+    major, rest = divmod(target_version, 10000)
+    minor, stepping = divmod(rest, 100)
+    if minor > 0xF or stepping > 0xF:
+        return None
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def parse_properties(text: str) -> dict[str, int]:
+    """`key value` lines to a dict; lines that are not a name and an integer are skipped."""
+    properties: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2:
+            continue
+        key, value = parts
+        if not key.isidentifier():
+            continue
+        try:
+            properties[key] = int(value, 10)
+        except ValueError:
+            continue
+    return properties
+
+
+def read_properties(path: Path) -> tuple[dict[str, int] | None, str | None]:
+    """(properties, None) or (None, why the file could not be used)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_PROPERTIES_BYTES + 1)
+    except OSError as error:
+        return None, f"{path}: {error.strerror or error}"
+    if len(data) > MAX_PROPERTIES_BYTES:
+        return None, f"{path}: larger than {MAX_PROPERTIES_BYTES} bytes, not a KFD properties file"
+    return parse_properties(data.decode("utf-8", errors="replace")), None
+
+
+def read_topology(root: Path) -> Topology:
+    """Every node under the sysroot's KFD topology, in node order."""
+    nodes_dir = host_path(root, TOPOLOGY_DIR)
+    try:
+        entries = os.listdir(nodes_dir)
+    except FileNotFoundError:
+        return Topology(present=False)
+    except OSError as error:
+        return Topology(present=False, problems=(f"{nodes_dir}: {error.strerror or error}",))
+    nodes: list[KfdNode] = []
+    problems: list[str] = []
+    for name in sorted((e for e in entries if e.isdigit()), key=int):
+        properties, problem = read_properties(nodes_dir / name / "properties")
+        if problem is not None:
+            problems.append(problem)
+        elif properties is not None:
+            nodes.append(KfdNode(index=int(name), properties=properties))
+    return Topology(present=True, nodes=tuple(nodes), problems=tuple(problems))

@@ -1,0 +1,92 @@
+"""One compatibility policy for plugin, pjrt library and jaxlib versions.
+
+Rule: all three share the release X.Y.Z. Whatever follows it -- a 4th release
+component (0.10.2.1), a post release (0.10.2.post1), a local label
+(0.10.2+rocm7.1) or a dev/pre tag -- does not matter. That is what lets a
+`.postN` fix of either wheel install without a jax bump; the wheels' metadata
+pins (`jax-rocm7-pjrt==X.Y.Z.*`) encode the same rule for pip.
+
+The PJRT C API: a plugin must be built against the major version the installed
+jaxlib speaks (XLA bumps the major on ABI breaks; minors are negotiated at run
+time through struct sizes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+# jaxlib 0.10.x is built against PJRT C API 0.x (pjrt_c_api.h: PJRT_API_MAJOR 0).
+PJRT_C_API_MAJOR_BY_JAXLIB_MINOR: dict[tuple[int, int], int] = {(0, 10): 0}
+PLUGIN = "jax-rocm7-plugin"
+PJRT = "jax-rocm7-pjrt"
+
+
+def release(version: str) -> tuple[int, int, int]:
+    """X.Y.Z of a PEP 440 version string; raises InvalidVersion if it is not one."""
+    parts = Version(version).release
+    padded = (*parts, 0, 0)[:3]
+    return (padded[0], padded[1], padded[2])
+
+
+def release_str(version: str) -> str:
+    return ".".join(str(p) for p in release(version))
+
+
+def same_release(a: str, b: str) -> bool:
+    return release(a) == release(b)
+
+
+def pin_for(version: str) -> str:
+    """The requirement a wheel of `version` puts on its partner: ==X.Y.Z.*."""
+    return f"=={release_str(version)}.*"
+
+
+@dataclass(frozen=True)
+class Skew:
+    """A version conflict, phrased for the user."""
+
+    kind: str  # "jaxlib" or "pjrt"
+    summary: str
+    fix: str
+    evidence: tuple[str, ...]
+
+
+def check_jaxlib(plugin_version: str, jaxlib_version: str) -> Skew | None:
+    try:
+        ok = same_release(plugin_version, jaxlib_version)
+    except InvalidVersion as error:
+        return Skew("jaxlib", f"cannot compare versions: {error}", "reinstall jax and the plugin", ())
+    if ok:
+        return None
+    plugin_rel, jaxlib_rel = release_str(plugin_version), release_str(jaxlib_version)
+    return Skew(
+        "jaxlib",
+        f"{PLUGIN} {plugin_version} serves jaxlib {plugin_rel}.*, but jaxlib {jaxlib_version} is installed",
+        f'pip install "jax-rocm7-plugin=={jaxlib_rel}.*" "jax-rocm7-pjrt=={jaxlib_rel}.*" '
+        f'(keeps jaxlib {jaxlib_version}), or pip install "jax[rocm7-local]=={plugin_rel}"',
+        (f"{PLUGIN}=={plugin_version}", f"jaxlib=={jaxlib_version}"),
+    )
+
+
+def check_pjrt(plugin_version: str, pjrt_version: str) -> Skew | None:
+    try:
+        ok = same_release(plugin_version, pjrt_version)
+    except InvalidVersion as error:
+        return Skew("pjrt", f"cannot compare versions: {error}", "reinstall both ROCm wheels", ())
+    if ok:
+        return None
+    plugin_rel = release_str(plugin_version)
+    return Skew(
+        "pjrt",
+        f"{PLUGIN} {plugin_version} needs {PJRT} {plugin_rel}.*, but {PJRT} {pjrt_version} is installed",
+        f'pip install "{PJRT}=={plugin_rel}.*"',
+        (f"{PLUGIN}=={plugin_version}", f"{PJRT}=={pjrt_version}"),
+    )
+
+
+def expected_pjrt_c_api_major(jaxlib_version: str) -> int | None:
+    """The PJRT C API major the given jaxlib speaks, when this policy knows it."""
+    major, minor, _ = release(jaxlib_version)
+    return PJRT_C_API_MAJOR_BY_JAXLIB_MINOR.get((major, minor))

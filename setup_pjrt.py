@@ -1,0 +1,59 @@
+"""Builds the jax-rocm7-pjrt wheel from a tree staged by `build/build.py wheels`.
+
+Not meant to be run by hand: build.py stages `jax_rocm7_pjrt/` (locator, the
+library, build_info.json) into $JAX_ROCM_STAGING and runs this script there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
+
+PLATFORM_TAG = "manylinux_2_28_x86_64"
+
+
+def staging_dir() -> Path:
+    staging = os.environ.get("JAX_ROCM_STAGING")
+    if not staging or not (Path(staging) / "jax_rocm7_pjrt" / "build_info.json").is_file():
+        sys.exit("setup_pjrt.py builds from a staged tree: run `python build/build.py wheels --only pjrt`")
+    return Path(staging)
+
+
+class PjrtWheel(bdist_wheel):
+    """Python-agnostic (the library speaks the PJRT C API, not CPython) but platform-bound."""
+
+    def get_tag(self) -> tuple[str, str, str]:
+        return "py3", "none", PLATFORM_TAG
+
+
+STAGING = staging_dir()
+# setuptools takes sources, LICENSE and READMEs relative to the working directory.
+os.chdir(STAGING)
+INFO = json.loads((STAGING / "jax_rocm7_pjrt" / "build_info.json").read_text(encoding="utf-8"))
+ROCM = INFO.get("rocm_version") or "unknown"
+
+setup(
+    name="jax-rocm7-pjrt",
+    version=INFO["version"],
+    description=f"ROCm PJRT C-API plugin library for JAX (ROCm {ROCM})",
+    long_description=(STAGING / "README.pjrt.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    license_files=["LICENSE"],
+    python_requires=">=3.11",
+    packages=["jax_rocm7_pjrt"],
+    package_data={"jax_rocm7_pjrt": ["xla_rocm_plugin.so", "build_info.json"]},
+    include_package_data=False,
+    zip_safe=False,
+    classifiers=[
+        "Development Status :: 4 - Beta",
+        "Operating System :: POSIX :: Linux",
+        "Environment :: GPU",
+    ],
+    cmdclass={"bdist_wheel": PjrtWheel},
+)

@@ -1,0 +1,75 @@
+"""Builds the jax-rocm7-plugin wheel from a tree staged by `build/build.py wheels`.
+
+build.py stages `jax_rocm7_plugin/` (with its version stamped and any extension
+modules Bazel built) and `jax_plugins/rocm7/` into $JAX_ROCM_STAGING.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
+
+
+def staging_dir() -> Path:
+    staging = os.environ.get("JAX_ROCM_STAGING")
+    if not staging or not (Path(staging) / "plugin_build.json").is_file():
+        sys.exit("setup_plugin.py builds from a staged tree: run `python build/build.py wheels --only plugin`")
+    return Path(staging)
+
+
+STAGING = staging_dir()
+# setuptools takes sources, LICENSE and READMEs relative to the working directory.
+os.chdir(STAGING)
+BUILD = json.loads((STAGING / "plugin_build.json").read_text(encoding="utf-8"))
+HAS_EXTENSIONS = any((STAGING / "jax_rocm7_plugin").glob("*.so"))
+
+
+class PluginWheel(bdist_wheel):
+    """py3-none-any without extension modules; cpXY-cpXY-manylinux_2_28 with them."""
+
+    def get_tag(self) -> tuple[str, str, str]:
+        if not HAS_EXTENSIONS:
+            return "py3", "none", "any"
+        abi = f"cp{sys.version_info.major}{sys.version_info.minor}"
+        return abi, abi, "manylinux_2_28_" + sysconfig.get_platform().split("-")[-1]
+
+
+setup(
+    name="jax-rocm7-plugin",
+    version=BUILD["version"],
+    description=f"JAX plugin for AMD GPUs: loader, machine checks, doctor (ROCm {BUILD['rocm_version']})",
+    long_description=(STAGING / "README.plugin.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    license_files=["LICENSE"],
+    python_requires=">=3.11",
+    packages=["jax_rocm7_plugin", "jax_plugins.rocm7"],
+    package_data={"jax_rocm7_plugin": ["*.so", "py.typed"]},
+    include_package_data=False,
+    zip_safe=False,
+    install_requires=[
+        # Any .postN (or 4th component) of the library for this release installs beside us.
+        f"jax-rocm7-pjrt=={BUILD['release']}.*",
+        "packaging>=23",
+        "pyelftools>=0.31",
+        "zstandard>=0.22",
+    ],
+    extras_require={
+        # ROCm 7 from pip (TheRock); the library's RUNPATH finds it next to the package.
+        "with-rocm": ["rocm[libraries,devel]>=7,<8"],
+    },
+    entry_points={"jax_plugins": ["rocm7 = jax_plugins.rocm7"]},
+    classifiers=[
+        "Development Status :: 4 - Beta",
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: Python :: 3",
+        "Environment :: GPU",
+    ],
+    cmdclass={"bdist_wheel": PluginWheel},
+)
