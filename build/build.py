@@ -113,13 +113,19 @@ def fetch_released(release: str, progress: Progress) -> tuple[zipfile.ZipFile, s
     if not wheels:
         progress.step(f"downloading jax-rocm7-pjrt=={release} from the package index into {cache}")
         command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--dest", str(cache), f"jax-rocm7-pjrt=={release}",
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(cache),
+            f"jax-rocm7-pjrt=={release}",
         ]
         if subprocess.run(command).returncode != 0:
             raise BuildError(
-                f"could not download jax-rocm7-pjrt=={release}; check the package index or pass "
-                "--pjrt-library PATH"
+                f"could not download jax-rocm7-pjrt=={release}; check the package index or pass --pjrt-library PATH"
             )
         wheels = sorted(cache.glob(pattern))
         if not wheels:
@@ -153,7 +159,10 @@ def library_c_api_version(path: Path) -> tuple[str | None, str | None]:
     try:
         done = subprocess.run(
             [sys.executable, "-c", probe, str(path)],
-            capture_output=True, text=True, timeout=120, cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
         )
     except subprocess.TimeoutExpired:
         return None, "loading the library took over 120 s"
@@ -191,10 +200,20 @@ def library_build_info(path: Path, progress: Progress) -> dict[str, Any]:
 def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
     before = set(output_dir.glob("*.whl"))
     command = [
-        sys.executable, str(REPO / script), "--quiet",
-        "egg_info", "--egg-base", str(work),
-        "build", "--build-base", str(work / "build"),
-        "bdist_wheel", "--bdist-dir", str(work / "bdist"), "--dist-dir", str(output_dir),
+        sys.executable,
+        str(REPO / script),
+        "--quiet",
+        "egg_info",
+        "--egg-base",
+        str(work),
+        "build",
+        "--build-base",
+        str(work / "build"),
+        "bdist_wheel",
+        "--bdist-dir",
+        str(work / "bdist"),
+        "--dist-dir",
+        str(output_dir),
     ]
     env = {**os.environ, "JAX_ROCM_STAGING": str(staging)}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -337,14 +356,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     commands = parser.add_subparsers(dest="command", required=True)
     wheels = commands.add_parser("wheels", help="build jax-rocm7-pjrt and jax-rocm7-plugin wheels")
     wheels.add_argument(
-        "--pjrt-library", metavar="PATH|released",
+        "--pjrt-library",
+        metavar="PATH|released",
         help="the PJRT .so to package, or 'released' for the published jax-rocm7-pjrt library",
     )
     wheels.add_argument("--output-dir", default=str(REPO / "dist"), help="where wheels go (default: dist/)")
     wheels.add_argument("--post", type=int, metavar="N", help="version the wheels X.Y.Z.postN")
     wheels.add_argument("--only", choices=("pjrt", "plugin"), help="build just one of the two wheels")
     wheels.add_argument(
-        "--release", default=JAX_RELEASE, metavar="X.Y.Z",
+        "--release",
+        default=JAX_RELEASE,
+        metavar="X.Y.Z",
         help=f"jax release the wheels serve (default {JAX_RELEASE}, from jax_rocm7_plugin/version.py)",
     )
     args = parser.parse_args(argv)

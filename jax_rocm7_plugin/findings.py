@@ -87,9 +87,7 @@ def render_node_missing(severity: Severity, evidence: tuple[str, ...]) -> Findin
     return Finding(
         "render-node-missing",
         severity,
-        "the render node of "
-        + ("every" if severity == "error" else "some")
-        + " AMD GPU is missing under /dev/dri",
+        "the render node of " + ("every" if severity == "error" else "some") + " AMD GPU is missing under /dev/dri",
         f"start the container with {_CONTAINER_DEVICES}",
         evidence,
     )
@@ -134,8 +132,7 @@ def pjrt_wheel_missing(evidence: tuple[str, ...]) -> Finding:
     return Finding(
         "pjrt-wheel-missing",
         "error",
-        "the ROCm PJRT library is not installed (no jax-rocm7-pjrt wheel, no "
-        "JAX_ROCM_PJRT_LIBRARY)",
+        "the ROCm PJRT library is not installed (no jax-rocm7-pjrt wheel, no JAX_ROCM_PJRT_LIBRARY)",
         f'pip install "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
         evidence,
     )
@@ -198,8 +195,7 @@ def device_bitcode_missing(evidence: tuple[str, ...]) -> Finding:
     return Finding(
         "device-bitcode-missing",
         "warning",
-        "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so "
-        "XLA cannot compile kernels",
+        "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so XLA cannot compile kernels",
         'reinstall it: pip install --force-reinstall "jax-rocm7-plugin[with-rocm]"',
         evidence,
     )

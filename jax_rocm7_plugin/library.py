@@ -37,17 +37,18 @@ def locate_library(environ: Mapping[str, str]) -> LibraryChoice | Finding:
         path = Path(explicit)
         if not path.is_file():
             what = "does not exist" if not path.exists() else "is not a regular file"
-            return catalog.pjrt_library_invalid(
-                f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",)
-            )
+            return catalog.pjrt_library_invalid(f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",))
         return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None))
 
-    if importlib.util.find_spec("jax_rocm7_pjrt") is not None:
-        return _from_pjrt_wheel()
-
+    from_wheel = _from_pjrt_wheel() if importlib.util.find_spec("jax_rocm7_pjrt") is not None else None
+    if isinstance(from_wheel, LibraryChoice):
+        return from_wheel
+    # No wheel, or an unbuilt jax_rocm7_pjrt source tree on sys.path: a development run under Bazel.
     runfile = _runfiles_library(environ)
     if runfile is not None:
         return _checked(LibraryChoice(runfile, "bazel runfiles", None))
+    if from_wheel is not None:
+        return from_wheel
     return catalog.pjrt_wheel_missing(("no module jax_rocm7_pjrt", f"{LIBRARY_ENV} is not set"))
 
 

@@ -191,7 +191,10 @@ def _register(plan: Plan, platforms: str | None) -> None:
         return
     logger.debug(
         "registered backend %r from %s (%s, PJRT C API %s)",
-        BACKEND, plan.library.path, plan.library.source, plan.c_api_version,
+        BACKEND,
+        plan.library.path,
+        plan.library.source,
+        plan.c_api_version,
     )
     extension = _import_extension_modules()
     if extension is not None:
@@ -202,8 +205,8 @@ def _import_extension_modules() -> Any | None:
     missing = [m for m in EXTENSION_MODULES if importlib.util.find_spec(f"jax_rocm7_plugin.{m}") is None]
     if missing:
         logger.debug(
-            "not built into this jax-rocm7-plugin wheel (ROCm custom calls, e.g. linalg on GPU, "
-            "are unavailable): %s", ", ".join(missing),
+            "not built into this jax-rocm7-plugin wheel (ROCm custom calls, e.g. linalg on GPU, are unavailable): %s",
+            ", ".join(missing),
         )
     if "rocm_plugin_extension" in missing:
         return None
@@ -212,9 +215,7 @@ def _import_extension_modules() -> Any | None:
 
 def _register_extension(extension: Any, c_api: Any, xla_client: Any) -> None:
     """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM."""
-    xla_client.register_custom_type_handler(
-        PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api)
-    )
+    xla_client.register_custom_type_handler(PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api))
     xla_client.register_custom_call_handler(
         PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)
     )

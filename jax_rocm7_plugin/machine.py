@@ -79,35 +79,27 @@ def machine_findings(state: MachineState) -> list[Finding]:
         # WSL exposes GPUs through /dev/dxg, not KFD: driver checks do not apply.
         return [catalog.wsl_detected((f"{state.root / DXG_DEVICE.lstrip('/')} exists",))]
     topo_dir = host_path(state.root, "/sys/class/kfd/kfd/topology/nodes")
+    problems = state.topology.problems
     if not state.topology.present:
         if not state.amdgpu_module_loaded:
+            module_dir = host_path(state.root, AMDGPU_MODULE)
             return [
-                catalog.amdgpu_driver_missing(
-                    (f"{topo_dir} does not exist", f"{host_path(state.root, AMDGPU_MODULE)} does not exist")
-                    + state.topology.problems
-                )
+                catalog.amdgpu_driver_missing((f"{topo_dir} does not exist", f"{module_dir} does not exist", *problems))
             ]
         # Module loaded but no topology: the KFD part of the driver did not come up.
-        return [
-            catalog.no_gpu_nodes(
-                (f"{topo_dir} does not exist although the amdgpu module is loaded",)
-                + state.topology.problems
-            )
-        ]
+        return [catalog.no_gpu_nodes((f"{topo_dir} does not exist although the amdgpu module is loaded", *problems))]
     if not state.gpus:
-        cpu_nodes = len(state.topology.nodes)
-        return [
-            catalog.no_gpu_nodes(
-                (f"{topo_dir}: {cpu_nodes} node(s), none with simd_count > 0",) + state.topology.problems
-            )
-        ]
+        count = len(state.topology.nodes)
+        return [catalog.no_gpu_nodes((f"{topo_dir}: {count} node(s), none with simd_count > 0", *problems))]
     found: list[Finding] = []
     if not state.kfd.exists:
         found.append(catalog.kfd_device_missing((f"{state.kfd.path} does not exist",)))
     elif not state.kfd.accessible:
         found.append(catalog.kfd_permission_denied(_permission_evidence(state.kfd.path)))
     missing = [g for g in state.gpus if g.render_node is None or not g.render_node.exists]
-    denied = [g for g in state.gpus if g.render_node is not None and g.render_node.exists and not g.render_node.accessible]
+    denied = [
+        g for g in state.gpus if g.render_node is not None and g.render_node.exists and not g.render_node.accessible
+    ]
     all_blocked = len(missing) + len(denied) == len(state.gpus)
     if missing:
         found.append(

@@ -42,11 +42,15 @@ class BundleScan:
 
 
 def target_of(entry_id: str) -> str | None:
-    """gfx target of an entry id; None for the host entry. Feature flags (:xnack-) are dropped."""
-    kind, _, triple_and_target = entry_id.partition("-")
-    if kind == "host" or "amdgcn" not in triple_and_target:
+    """gfx target of an entry id; None for the host entry. Feature flags (:xnack-) are dropped.
+
+    Ids are `<kind>-<triple>-<target>`; newer clang writes the triple with an empty
+    environment, hence `amdgcn-amd-amdhsa--gfx90a`, older clang `amdgcn-amd-amdhsa-gfx90a`.
+    """
+    _, triple, rest = entry_id.partition("amdgcn-amd-amdhsa-")
+    if not triple:
         return None
-    processor = entry_id.rsplit("--", 1)[-1].split(":", 1)[0]
+    processor = rest.lstrip("-").split(":", 1)[0]
     match = _TARGET.fullmatch(processor)
     return match.group(0) if match else None
 

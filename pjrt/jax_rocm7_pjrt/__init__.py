@@ -32,9 +32,7 @@ def build_info() -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{path} is missing: this jax_rocm7_pjrt was not built by build/build.py"
-        ) from None
+        raise FileNotFoundError(f"{path} is missing: this jax_rocm7_pjrt was not built by build/build.py") from None
     info: dict[str, Any] = json.loads(text)
     return info
 

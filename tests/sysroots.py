@@ -1,0 +1,69 @@
+"""Synthetic machine trees in the documented formats (KFD sysfs topology, /dev nodes).
+
+A GPU node's properties follow the amdgpu driver's `key value` lines; CPU nodes
+have simd_count 0. Device nodes are plain files: the probes only stat and
+access() them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    gfx_target_version: int = 90402  # gfx942 (MI300X)
+    simd_count: int = 1216
+    drm_render_minor: int | None = 128
+
+
+def properties_text(gpu: Gpu | None) -> str:
+    if gpu is None:
+        return "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\nvendor_id 0\ndrm_render_minor 0\n"
+    lines = [
+        "cpu_cores_count 0",
+        f"simd_count {gpu.simd_count}",
+        "mem_banks_count 1",
+        f"gfx_target_version {gpu.gfx_target_version}",
+        "vendor_id 4098",
+        "device_id 29857",
+        "local_mem_size 205822885888",
+    ]
+    if gpu.drm_render_minor is not None:
+        lines.append(f"drm_render_minor {gpu.drm_render_minor}")
+    return "\n".join(lines) + "\n"
+
+
+def make_sysroot(
+    root: Path,
+    gpus: list[Gpu] | None = None,
+    *,
+    topology: bool = True,
+    amdgpu_module: bool = True,
+    kfd: bool = True,
+    render_nodes: bool = True,
+    dxg: bool = False,
+) -> Path:
+    """A machine with one CPU node and the given GPUs (default: one gfx942)."""
+    gpus = [Gpu()] if gpus is None else gpus
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "dri").mkdir(parents=True, exist_ok=True)
+    if amdgpu_module:
+        (root / "sys" / "module" / "amdgpu").mkdir(parents=True, exist_ok=True)
+    if topology:
+        nodes = root / TOPOLOGY
+        for index, gpu in enumerate([None, *gpus]):
+            (nodes / str(index)).mkdir(parents=True, exist_ok=True)
+            (nodes / str(index) / "properties").write_text(properties_text(gpu))
+    if kfd:
+        (root / "dev" / "kfd").write_text("")
+    if render_nodes:
+        for gpu in gpus:
+            if gpu.drm_render_minor is not None:
+                (root / "dev" / "dri" / f"renderD{gpu.drm_render_minor}").write_text("")
+    if dxg:
+        (root / "dev" / "dxg").write_text("")
+    return root
