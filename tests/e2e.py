@@ -15,9 +15,18 @@ PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
 
 def build_wheels(output_dir: Path, library: Path, *extra: str) -> list[Path]:
     done = subprocess.run(
-        [sys.executable, str(REPO / "build" / "build.py"), "wheels", "--pjrt-library", str(library),
-         "--output-dir", str(output_dir), *extra],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            str(REPO / "build" / "build.py"),
+            "wheels",
+            "--pjrt-library",
+            str(library),
+            "--output-dir",
+            str(output_dir),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     # The last lines are the wheels built, one bare path each (progress lines start with "[" or spaces).
@@ -32,7 +41,8 @@ def make_venv(path: Path) -> Path:
 def pip(python: Path, *args: str) -> None:
     done = subprocess.run(
         [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -148,9 +148,7 @@ def test_missing_dependency_is_named(python: Path, gpu_sysroot: Path, tmp_path: 
 
 
 def test_bad_client_setting_is_a_message_not_a_traceback(python: Path, gpu_sysroot: Path) -> None:
-    done = run_python(
-        python, DEVICES, JAX_ROCM_SYSROOT=str(gpu_sysroot), XLA_PYTHON_CLIENT_ALLOCATOR="nonsense"
-    )
+    done = run_python(python, DEVICES, JAX_ROCM_SYSROOT=str(gpu_sysroot), XLA_PYTHON_CLIENT_ALLOCATOR="nonsense")
     assert "Traceback" not in done.stderr
     (warning,) = our_warnings(done.stderr)
     assert "[xla-client-env-invalid]" in warning and "XLA_PYTHON_CLIENT_ALLOCATOR" in warning

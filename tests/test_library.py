@@ -53,9 +53,9 @@ def test_runfiles_directory(tmp_path: Path, standin_library: Path) -> None:
 def test_unbuilt_locator_tree_falls_back_to_runfiles(
     tmp_path: Path, standin_library: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.conftest import REPO
-
     import sys
+
+    from tests.conftest import REPO
 
     monkeypatch.syspath_prepend(str(REPO / "pjrt"))  # jax_rocm7_pjrt without build_info.json
     monkeypatch.setitem(sys.modules, "jax_rocm7_pjrt", None)  # restored (removed) after the test

@@ -20,15 +20,27 @@ from tests.sysroots import TOPOLOGY, Gpu, make_sysroot
 
 @pytest.mark.parametrize(
     ("version", "name"),
-    [(90402, "gfx942"), (90010, "gfx90a"), (110501, "gfx1151"), (90008, "gfx908"), (120001, "gfx1201"),
-     (90500, "gfx950"), (0, None), (-5, None), (91600, None)],
+    [
+        (90402, "gfx942"),
+        (90010, "gfx90a"),
+        (110501, "gfx1151"),
+        (90008, "gfx908"),
+        (120001, "gfx1201"),
+        (90500, "gfx950"),
+        (0, None),
+        (-5, None),
+        (91600, None),
+    ],
 )
 def test_gfx_name(version: int, name: str | None) -> None:
     assert gfx_name(version) == name
 
 
 def test_parse_properties_skips_garbage_lines() -> None:
-    text = "simd_count 304\n\ngarbage\nkey with three words\nname notanumber\n9bad 1\ngfx_target_version 90402\n\x00\xff 3\n"
+    text = (
+        "simd_count 304\n\ngarbage\nkey with three words\nname notanumber\n9bad 1\n"
+        "gfx_target_version 90402\n\x00\xff 3\n"
+    )
     assert parse_properties(text) == {"simd_count": 304, "gfx_target_version": 90402}
 
 
