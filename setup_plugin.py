@@ -64,7 +64,10 @@ setup(
         # ROCm 7 from pip (TheRock); the library's RUNPATH finds it next to the package.
         "with-rocm": ["rocm[libraries,devel]>=7,<8"],
     },
-    entry_points={"jax_plugins": ["rocm7 = jax_plugins.rocm7"]},
+    entry_points={
+        "jax_plugins": ["rocm7 = jax_plugins.rocm7"],
+        "console_scripts": ["jax-rocm-doctor = jax_rocm7_plugin.__main__:doctor_script"],
+    },
     classifiers=[
         "Development Status :: 4 - Beta",
         "Operating System :: POSIX :: Linux",

@@ -6,12 +6,13 @@ loader under 'rocm' it runs jitted programs, so everything but the GPU is real.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e import build_wheels, make_venv, our_warnings, pip, run_python
+from tests.e2e import build_wheels, clean_env, make_venv, our_warnings, pip, run_python
 from tests.native import library_needing_missing_dependency
 from tests.sysroots import make_sysroot
 
@@ -152,3 +153,21 @@ def test_bad_client_setting_is_a_message_not_a_traceback(python: Path, gpu_sysro
     assert "Traceback" not in done.stderr
     (warning,) = our_warnings(done.stderr)
     assert "[xla-client-env-invalid]" in warning and "XLA_PYTHON_CLIENT_ALLOCATOR" in warning
+
+
+def test_doctor_and_loader_agree(python: Path, tmp_path: Path) -> None:
+    import json
+
+    root = make_sysroot(tmp_path, render_nodes=False)
+    loader = run_python(python, DEVICES, JAX_ROCM_SYSROOT=str(root))
+    (warning,) = our_warnings(loader.stderr)
+    doctor = subprocess.run(
+        [str(python.parent / "jax-rocm-doctor"), "--json"],
+        capture_output=True,
+        text=True,
+        env=clean_env(JAX_ROCM_SYSROOT=str(root)),
+    )
+    report = json.loads(doctor.stdout)
+    first_error = next(f for f in report["findings"] if f["severity"] == "error")
+    assert doctor.returncode == 1
+    assert f"{first_error['summary']}. Fix: {first_error['fix']} [{first_error['id']}]" in warning
