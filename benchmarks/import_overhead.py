@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""What the wheel pair costs `import jax; jax.devices()` on a machine without an AMD GPU.
+
+Paired runs: each pair runs the same command in a venv with jax 0.10.2 only and in
+a venv with jax 0.10.2 plus our wheels, in alternating order (ABBA) so drift in
+machine load hits both sides alike. Prints both medians and the median of the
+per-pair ratios (goal: <= 1.01).
+
+    python benchmarks/import_overhead.py --wheels dist/ [--runs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+COMMAND = "import jax; jax.devices()"
+PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
+
+
+def ensure_venv(path: Path, packages: list[str]) -> Path:
+    python = path / "bin" / "python"
+    marker = path / ".packages"
+    wanted = "\n".join(packages)
+    if not python.exists() or not marker.exists() or marker.read_text() != wanted:
+        print(f"creating {path} with {', '.join(Path(p).name for p in packages)}", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+        marker.write_text(wanted)
+    return python
+
+
+def timed_run(python: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([str(python), "-c", COMMAND], check=True, env=env, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wheels", type=Path, default=REPO / "dist", help="directory holding the pair's wheels")
+    parser.add_argument("--runs", type=int, default=40, help="pairs of runs (default 40)")
+    parser.add_argument("--venvs", type=Path, default=REPO / ".bench", help="where the two venvs live")
+    args = parser.parse_args()
+
+    wheels = sorted(str(p) for p in args.wheels.glob("jax_rocm7_*.whl"))
+    if not any("pjrt" in w for w in wheels) or not any("plugin" in w for w in wheels):
+        parser.error(f"{args.wheels} must hold a jax_rocm7_pjrt and a jax_rocm7_plugin wheel (build/build.py wheels)")
+    without = ensure_venv(args.venvs / "without", PINS)
+    with_pair = ensure_venv(args.venvs / "with", PINS + wheels)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+
+    for python in (without, with_pair):  # warm the page cache once
+        timed_run(python, env)
+    base: list[float] = []
+    ours: list[float] = []
+    for index in range(args.runs):
+        if index % 2 == 0:
+            base.append(timed_run(without, env))
+            ours.append(timed_run(with_pair, env))
+        else:
+            ours.append(timed_run(with_pair, env))
+            base.append(timed_run(without, env))
+    ratios = [o / b for o, b in zip(ours, base, strict=True)]
+    print(f"command: python -c {COMMAND!r}  ({args.runs} pairs, ABBA order)")
+    print(f"without the pair: median {statistics.median(base) * 1000:.1f} ms")
+    print(f"with the pair:    median {statistics.median(ours) * 1000:.1f} ms")
+    quartiles = statistics.quantiles(ratios, n=4)
+    print(f"median ratio with/without: {statistics.median(ratios):.4f} (IQR {quartiles[0]:.4f}-{quartiles[2]:.4f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
