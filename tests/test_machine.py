@@ -63,9 +63,70 @@ def test_wsl(tmp_path: Path) -> None:
     assert first_blocking(machine_findings(probe_machine(root))) is None
 
 
-@pytest.mark.skipif(os.getuid() == 0, reason="root may open any file; run as a normal user")
-def test_permission_denied(tmp_path: Path) -> None:
-    root = make_sysroot(tmp_path)
-    os.chmod(root / "dev" / "kfd", 0o600)
-    os.chown(root / "dev" / "kfd", 0, 0)
-    assert ("kfd-permission-denied", "error") in ids(root)
+NOBODY = 65534
+
+
+def _findings_as_nobody(root: Path) -> list[list[str]]:
+    """Probe as an unprivileged user (root may open anything): a forked child drops to nobody.
+
+    Forked, not exec'd: the interpreter's own files may not be readable by nobody.
+    """
+    import grp  # noqa: F401 - loaded before the fork: nobody cannot read the interpreter's lib-dynload
+    import json
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        status = 1
+        try:
+            os.close(read_end)
+            if os.getuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            found = machine_findings(probe_machine(root))
+            os.write(write_end, json.dumps([[f.id, f.severity, *f.evidence] for f in found]).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and data
+    return json.loads(data)
+
+
+@pytest.fixture
+def shared_tmp() -> Path:
+    """A directory an unprivileged user can traverse (pytest's tmp_path is private to root)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="jax-rocm-perm-"))
+    path.chmod(0o755)
+    yield path  # type: ignore[misc]
+    shutil.rmtree(path)
+
+
+@pytest.mark.skipif(os.getuid() != 0 and os.getuid() != NOBODY, reason="needs root to drop privileges")
+def test_kfd_permission_denied_for_unprivileged_user(shared_tmp: Path) -> None:
+    root = make_sysroot(shared_tmp / "m")
+    for directory, _, _ in os.walk(root):
+        os.chmod(directory, 0o755)
+    (root / "dev" / "kfd").chmod(0o600)
+    (root / "dev" / "dri" / "renderD128").chmod(0o666)
+    found = _findings_as_nobody(root)
+    assert [f[:2] for f in found] == [["kfd-permission-denied", "error"]]
+
+
+@pytest.mark.skipif(os.getuid() != 0 and os.getuid() != NOBODY, reason="needs root to drop privileges")
+def test_render_permission_denied_names_the_group(shared_tmp: Path) -> None:
+    root = make_sysroot(shared_tmp / "m")
+    for directory, _, _ in os.walk(root):
+        os.chmod(directory, 0o755)
+    (root / "dev" / "kfd").chmod(0o666)
+    (root / "dev" / "dri" / "renderD128").chmod(0o660)
+    found = _findings_as_nobody(root)
+    assert [f[:2] for f in found] == [["render-node-permission-denied", "error"]]
+    assert "owned by group 'root'" in found[0][2]
