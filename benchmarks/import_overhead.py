@@ -28,7 +28,10 @@ PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
 def ensure_venv(path: Path, packages: list[str]) -> Path:
     python = path / "bin" / "python"
     marker = path / ".packages"
-    wanted = "\n".join(packages)
+    # Wheel files are identified by name, size and mtime, so a rebuilt wheel is reinstalled.
+    wanted = "\n".join(
+        f"{p}:{Path(p).stat().st_size}:{Path(p).stat().st_mtime_ns}" if Path(p).is_file() else p for p in packages
+    )
     if not python.exists() or not marker.exists() or marker.read_text() != wanted:
         print(f"creating {path} with {', '.join(Path(p).name for p in packages)}", flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(path)

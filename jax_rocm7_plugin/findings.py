@@ -6,20 +6,18 @@ these objects, so the two never disagree. Ids are part of the public interface.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
 _SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     id: str
     severity: Severity
     summary: str
     fix: str
-    evidence: tuple[str, ...] = field(default=())
+    evidence: tuple[str, ...] = ()
 
     @property
     def blocks_rocm(self) -> bool:
@@ -31,7 +29,7 @@ class Finding:
         return f"{self.summary}. Fix: {self.fix}"
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
+        data: dict[str, object] = self._asdict()
         data["evidence"] = list(self.evidence)
         return data
 

@@ -17,18 +17,21 @@ import importlib.util
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+# Only what a machine without an AMD GPU needs is imported up front: this module is
+# imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
+# without us (benchmarks/import_overhead.py). Library, version and option checks
+# import their modules when a GPU is there to use.
 from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin import versions
-from jax_rocm7_plugin.client_options import PLATFORM_NAME, rocm_client_options
 from jax_rocm7_plugin.findings import Finding, first_blocking
-from jax_rocm7_plugin.library import LibraryChoice, locate_library
 from jax_rocm7_plugin.machine import machine_findings, probe_machine
 from jax_rocm7_plugin.sysroot import sysroot
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.library import LibraryChoice
 
 logger = logging.getLogger("jax_rocm7_plugin")
 
@@ -38,15 +41,14 @@ PRIORITY = 500
 EXTENSION_MODULES = ("rocm_plugin_extension", "_solver", "_linalg", "_prng", "_sparse", "_hybrid", "_rnn", "_triton")
 
 
-@dataclass
-class Plan:
+class Plan(NamedTuple):
     """Everything needed to register the backend."""
 
     library: LibraryChoice
     options: dict[str, Any]
     c_api_version: str | None = None
-    warnings: list[Finding] = field(default_factory=list)
-    environment_changes: list[str] = field(default_factory=list)
+    warnings: tuple[Finding, ...] = ()
+    environment_changes: tuple[str, ...] = ()
 
 
 def rocm_requested(platforms: str | None) -> bool:
@@ -69,6 +71,10 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     blocking = first_blocking(machine_findings(probe_machine(root)))
     if blocking is not None:
         return blocking
+
+    from jax_rocm7_plugin import versions
+    from jax_rocm7_plugin.client_options import rocm_client_options
+    from jax_rocm7_plugin.library import locate_library
 
     library = locate_library(environ)
     if isinstance(library, Finding):
@@ -96,14 +102,14 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
 
 
 def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
-    from jax_rocm7_plugin import pjrt_api, rocm_pip
+    from jax_rocm7_plugin import pjrt_api, rocm_pip, versions
 
     pip_rocm = rocm_pip.find_pip_rocm()
     if pip_rocm is not None and rocm_pip.pip_rocm_in_use(pip_rocm, os.environ):
         # HIP reads these when it initialises, so they must be set before the load.
-        plan.environment_changes = rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)
+        plan = plan._replace(environment_changes=tuple(rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)))
         if not pip_rocm.complete:
-            plan.warnings.append(catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",)))
+            plan = plan._replace(warnings=(catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",)),))
 
     path = plan.library.path
     try:
@@ -127,8 +133,7 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
             f'{versions.release_str(jaxlib_version)}.*"',
             (f"library: {path}", f"jaxlib=={jaxlib_version}"),
         )
-    plan.c_api_version = str(c_api)
-    return plan
+    return plan._replace(c_api_version=str(c_api))
 
 
 def initialize() -> None:
@@ -215,6 +220,8 @@ def _import_extension_modules() -> Any | None:
 
 def _register_extension(extension: Any, c_api: Any, xla_client: Any) -> None:
     """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM."""
+    from jax_rocm7_plugin.client_options import PLATFORM_NAME
+
     xla_client.register_custom_type_handler(PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api))
     xla_client.register_custom_call_handler(
         PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)

@@ -8,8 +8,8 @@ the sysroot, so tests drive every branch with synthetic trees.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.findings import Finding
@@ -21,22 +21,19 @@ DXG_DEVICE = "/dev/dxg"
 AMDGPU_MODULE = "/sys/module/amdgpu"
 
 
-@dataclass(frozen=True)
-class DeviceNode:
+class DeviceNode(NamedTuple):
     path: Path
     exists: bool
     accessible: bool  # readable and writable by this process
 
 
-@dataclass(frozen=True)
-class GpuState:
+class GpuState(NamedTuple):
     node_index: int
     gfx_target: str | None
     render_node: DeviceNode | None  # None: the topology names no render minor
 
 
-@dataclass(frozen=True)
-class MachineState:
+class MachineState(NamedTuple):
     root: Path
     topology: Topology
     amdgpu_module_loaded: bool
