@@ -46,6 +46,21 @@ def timed_run(python: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+# The plugin's own share, measured inside the process: its imports plus initialize().
+IN_PROCESS = """
+import time, jax
+start = time.perf_counter()
+import jax_plugins.rocm7 as entry
+entry.initialize()
+print((time.perf_counter() - start) * 1000)
+"""
+
+
+def in_process_ms(python: Path, env: dict[str, str]) -> float:
+    done = subprocess.run([str(python), "-c", IN_PROCESS], check=True, env=env, capture_output=True, text=True)
+    return float(done.stdout.strip())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=REPO / "dist", help="directory holding the pair's wheels")
@@ -77,6 +92,9 @@ def main() -> int:
     print(f"with the pair:    median {statistics.median(ours) * 1000:.1f} ms")
     quartiles = statistics.quantiles(ratios, n=4)
     print(f"median ratio with/without: {statistics.median(ratios):.4f} (IQR {quartiles[0]:.4f}-{quartiles[2]:.4f})")
+    own = statistics.median(in_process_ms(with_pair, env) for _ in range(min(args.runs, 15)))
+    share = own / (statistics.median(base) * 1000)
+    print(f"plugin imports + initialize(), in process: median {own:.2f} ms = {share:.2%} of the command")
     return 0
 
 
