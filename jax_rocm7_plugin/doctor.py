@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin import versions
 from jax_rocm7_plugin.findings import Finding, most_severe_first
 from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, locate_library
@@ -66,21 +65,6 @@ def _gpus(state: MachineState) -> list[dict[str, Any]]:
     ]
 
 
-def _version_findings(choice: LibraryChoice | Finding, jaxlib: str | None) -> list[Finding]:
-    found = []
-    if jaxlib is None:
-        found.append(catalog.jaxlib_missing())
-    else:
-        skew = versions.check_jaxlib(PLUGIN_VERSION, jaxlib)
-        if skew:
-            found.append(catalog.version_skew(skew.kind, skew.summary, skew.fix, skew.evidence))
-    if isinstance(choice, LibraryChoice) and choice.pjrt_version is not None:
-        skew = versions.check_pjrt(PLUGIN_VERSION, choice.pjrt_version)
-        if skew:
-            found.append(catalog.version_skew(skew.kind, skew.summary, skew.fix, skew.evidence))
-    return found
-
-
 def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None) -> Report:
     env = dict(environ)
     if library is not None:
@@ -99,7 +83,8 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
             "version": choice.pjrt_version,
         }
     jaxlib = installed_version("jaxlib")
-    found.extend(_version_findings(choice, jaxlib))
+    pjrt_version = choice.pjrt_version if isinstance(choice, LibraryChoice) else None
+    found.extend(versions.version_findings(PLUGIN_VERSION, jaxlib, pjrt_version))
     packages = {
         "jax-rocm7-plugin": PLUGIN_VERSION,
         "jax-rocm7-pjrt": installed_version("jax-rocm7-pjrt"),

@@ -84,12 +84,9 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
         from jaxlib.version import __version__ as jaxlib_version
     except ImportError:
         return catalog.jaxlib_missing()
-    skews = [versions.check_jaxlib(PLUGIN_VERSION, jaxlib_version)]
-    if library.pjrt_version is not None:
-        skews.append(versions.check_pjrt(PLUGIN_VERSION, library.pjrt_version))
-    for skew in skews:
-        if skew is not None:
-            return catalog.version_skew(skew.kind, skew.summary, skew.fix, skew.evidence)
+    skew = first_blocking(versions.version_findings(PLUGIN_VERSION, jaxlib_version, library.pjrt_version))
+    if skew is not None:
+        return skew
 
     options = rocm_client_options(environ)
     if isinstance(options, Finding):

@@ -14,8 +14,12 @@ time through struct sizes).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.findings import Finding
 
 # jaxlib 0.10.x is built against PJRT C API 0.x (pjrt_c_api.h: PJRT_API_MAJOR 0).
 PJRT_C_API_MAJOR_BY_JAXLIB_MINOR: dict[tuple[int, int], int] = {(0, 10): 0}
@@ -84,6 +88,21 @@ def check_pjrt(plugin_version: str, pjrt_version: str) -> Skew | None:
         f'pip install "{PJRT}=={plugin_rel}.*"',
         (f"{PLUGIN}=={plugin_version}", f"{PJRT}=={pjrt_version}"),
     )
+
+
+def version_findings(plugin_version: str, jaxlib_version: str | None, pjrt_version: str | None) -> list[Finding]:
+    """Every conflict among the installed versions, as findings (loader and doctor share this).
+
+    pjrt_version is None when the library does not come from the jax-rocm7-pjrt wheel.
+    """
+    from jax_rocm7_plugin import findings as catalog
+
+    if jaxlib_version is None:
+        return [catalog.jaxlib_missing()]
+    skews = [check_jaxlib(plugin_version, jaxlib_version)]
+    if pjrt_version is not None:
+        skews.append(check_pjrt(plugin_version, pjrt_version))
+    return [catalog.version_skew(s.kind, s.summary, s.fix, s.evidence) for s in skews if s is not None]
 
 
 def expected_pjrt_c_api_major(jaxlib_version: str) -> int | None:

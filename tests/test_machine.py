@@ -110,23 +110,18 @@ def shared_tmp() -> Path:
 
 
 @pytest.mark.skipif(os.getuid() != 0 and os.getuid() != NOBODY, reason="needs root to drop privileges")
-def test_kfd_permission_denied_for_unprivileged_user(shared_tmp: Path) -> None:
+@pytest.mark.parametrize(
+    ("kfd_mode", "render_mode", "finding"),
+    [(0o600, 0o666, "kfd-permission-denied"), (0o666, 0o660, "render-node-permission-denied")],
+)
+def test_permission_denied_for_unprivileged_user(
+    shared_tmp: Path, kfd_mode: int, render_mode: int, finding: str
+) -> None:
     root = make_sysroot(shared_tmp / "m")
     for directory, _, _ in os.walk(root):
         os.chmod(directory, 0o755)
-    (root / "dev" / "kfd").chmod(0o600)
-    (root / "dev" / "dri" / "renderD128").chmod(0o666)
+    (root / "dev" / "kfd").chmod(kfd_mode)
+    (root / "dev" / "dri" / "renderD128").chmod(render_mode)
     found = _findings_as_nobody(root)
-    assert [f[:2] for f in found] == [["kfd-permission-denied", "error"]]
-
-
-@pytest.mark.skipif(os.getuid() != 0 and os.getuid() != NOBODY, reason="needs root to drop privileges")
-def test_render_permission_denied_names_the_group(shared_tmp: Path) -> None:
-    root = make_sysroot(shared_tmp / "m")
-    for directory, _, _ in os.walk(root):
-        os.chmod(directory, 0o755)
-    (root / "dev" / "kfd").chmod(0o666)
-    (root / "dev" / "dri" / "renderD128").chmod(0o660)
-    found = _findings_as_nobody(root)
-    assert [f[:2] for f in found] == [["render-node-permission-denied", "error"]]
-    assert "owned by group 'root'" in found[0][2]
+    assert [f[:2] for f in found] == [[finding, "error"]]
+    assert "owned by group 'root'" in found[0][2]  # names the group to join

@@ -59,3 +59,18 @@ def test_c_api_major_known_for_served_release() -> None:
 
     assert versions.expected_pjrt_c_api_major(JAX_RELEASE) == 0
     assert versions.expected_pjrt_c_api_major("9.9.9") is None
+
+
+@pytest.mark.parametrize(
+    ("jaxlib", "pjrt", "ids"),
+    [
+        (None, None, ["jaxlib-missing"]),
+        ("0.10.2", None, []),
+        ("0.10.2", "0.10.2.post2", []),
+        ("0.10.1", "0.10.2", ["version-skew-jaxlib"]),
+        ("0.10.2", "0.10.1", ["version-skew-pjrt"]),
+        ("0.10.1", "0.10.1", ["version-skew-jaxlib", "version-skew-pjrt"]),
+    ],
+)
+def test_version_findings(jaxlib: str | None, pjrt: str | None, ids: list[str]) -> None:
+    assert [f.id for f in versions.version_findings("0.10.2", jaxlib, pjrt)] == ids
