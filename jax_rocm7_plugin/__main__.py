@@ -6,6 +6,7 @@ Exit status: 0 when jax will get the ROCm backend, 1 when not, 2 for a usage err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -20,12 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from jax_rocm7_plugin import doctor as doctor_module
+    from jax_rocm7_plugin.sysroot import sysroot
 
-    root = args.sysroot if args.sysroot is not None else doctor_module.default_sysroot()
+    root = args.sysroot if args.sysroot is not None else sysroot(os.environ)
     if not root.is_dir():
         parser.error(f"--sysroot {root}: not a directory")
-    import os
-
     report = doctor_module.diagnose(os.environ, root, args.library)
     print(doctor_module.render_json(report) if args.json else doctor_module.render_text(report))
     return 0 if report.ok else 1

@@ -33,12 +33,7 @@ def rocm_client_options(environ: Mapping[str, str]) -> dict[str, Any] | Finding:
         options: dict[str, Any] = dict(xla_client.generate_pjrt_gpu_plugin_options())
     except ValueError as error:
         evidence = tuple(f"{name}={environ[name]!r}" for name in XLA_CLIENT_VARIABLES if name in environ)
-        return catalog.xla_client_env_invalid(_phrase(error), evidence)
+        # jaxlib's own message (or float()'s "could not convert ..."); the evidence names the variables set.
+        return catalog.xla_client_env_invalid(str(error).rstrip("."), evidence)
     options["platform_name"] = PLATFORM_NAME
     return options
-
-
-def _phrase(error: ValueError) -> str:
-    text = str(error)
-    # int('x') / float('x') say only "invalid literal ..."; the variable list in the evidence names the culprit.
-    return text.rstrip(".")

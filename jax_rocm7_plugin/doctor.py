@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ class Report:
     library: dict[str, Any]
     packages: dict[str, str | None]
     sysroot: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -114,9 +112,3 @@ def render_text(report: Report) -> str:
 
 def render_json(report: Report) -> str:
     return json.dumps(report.to_json(), indent=2)
-
-
-def default_sysroot() -> Path:
-    from jax_rocm7_plugin.sysroot import sysroot
-
-    return sysroot(os.environ)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.findings import Finding
 from jax_rocm7_plugin.sysroot import host_path
-from jax_rocm7_plugin.topology import Topology, read_topology
+from jax_rocm7_plugin.topology import TOPOLOGY_DIR, Topology, read_topology
 
 KFD_DEVICE = "/dev/kfd"
 DXG_DEVICE = "/dev/dxg"
@@ -74,8 +74,8 @@ def machine_findings(state: MachineState) -> list[Finding]:
     """Findings about the driver and device nodes, most decisive first."""
     if state.wsl_dxg and not state.topology.present:
         # WSL exposes GPUs through /dev/dxg, not KFD: driver checks do not apply.
-        return [catalog.wsl_detected((f"{state.root / DXG_DEVICE.lstrip('/')} exists",))]
-    topo_dir = host_path(state.root, "/sys/class/kfd/kfd/topology/nodes")
+        return [catalog.wsl_detected((f"{host_path(state.root, DXG_DEVICE)} exists",))]
+    topo_dir = host_path(state.root, TOPOLOGY_DIR)
     problems = state.topology.problems
     if not state.topology.present:
         if not state.amdgpu_module_loaded:
