@@ -1,4 +1,4 @@
-"""`python -m jax_rocm7_plugin doctor [--json] [--sysroot DIR] [--library PATH]`.
+"""`python -m jax_rocm7_plugin doctor [--json] [--sysroot DIR] [--library PATH] [--deep]`.
 
 Exit status: 0 when jax will get the ROCm backend, 1 when not, 2 for a usage error.
 """
@@ -18,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument("--json", action="store_true", help="one JSON object on stdout")
     doctor.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
     doctor.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+    doctor.add_argument(
+        "--deep", action="store_true", help="also start the HIP runtime in a child process and ask it for devices"
+    )
     args = parser.parse_args(argv)
 
     from jax_rocm7_plugin import doctor as doctor_module
@@ -26,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     root = args.sysroot if args.sysroot is not None else sysroot(os.environ)
     if not root.is_dir():
         parser.error(f"--sysroot {root}: not a directory")
-    report = doctor_module.diagnose(os.environ, root, args.library)
+    report = doctor_module.diagnose(os.environ, root, args.library, deep=args.deep)
     print(doctor_module.render_json(report) if args.json else doctor_module.render_text(report))
     return 0 if report.ok else 1
 

@@ -1,7 +1,10 @@
 """Why does (or doesn't) this machine get RocmDevice? Same probes and findings as the loader.
 
 Unlike the loader, the doctor keeps going after the first problem so the report
-lists every cause; and it neither imports jax nor loads a GPU library.
+lists every cause. Without --deep it neither imports jax nor loads a GPU
+library; with --deep a child process starts the HIP runtime (hip_probe.py).
+Findings are gathered in the loader's order, so the doctor's first error is the
+loader's warning.
 """
 
 from __future__ import annotations
@@ -9,15 +12,22 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin import versions
+from jax_rocm7_plugin import client_options, coverage, environment, packages, runtime_checks, versions
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.elf_dynamic import DynamicInfo, ElfError, read_dynamic
 from jax_rocm7_plugin.findings import Finding, most_severe_first
-from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, locate_library
-from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine
+from jax_rocm7_plugin.gfx_targets import product_name
+from jax_rocm7_plugin.ld_resolve import DependencyReport
+from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, library_targets, locate_library
+from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine, shm_findings
+from jax_rocm7_plugin.rocm_install import RocmInstall
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+HIP_SONAME = runtime_checks.HIP_SONAME
 
 
 @dataclass
@@ -27,6 +37,7 @@ class Report:
     library: dict[str, Any]
     packages: dict[str, str | None]
     sysroot: str
+    rocm: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -37,6 +48,7 @@ class Report:
             "ok": self.ok,
             "findings": [f.to_json() for f in self.findings],
             "gpus": self.gpus,
+            "rocm": self.rocm,
             "library": self.library,
             "packages": self.packages,
             "sysroot": self.sysroot,
@@ -50,50 +62,195 @@ def installed_version(distribution: str) -> str | None:
         return None
 
 
-def _gpus(state: MachineState) -> list[dict[str, Any]]:
-    usable = {g.node_index for g in state.usable_gpus}
-    return [
-        {
-            "kfd_node": g.node_index,
-            "gfx_target": g.gfx_target,
-            "render_node": str(g.render_node.path) if g.render_node else None,
-            "usable": g.node_index in usable,
-        }
-        for g in state.gpus
-    ]
-
-
-def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None) -> Report:
+def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None, *, deep: bool = False) -> Report:
     env = dict(environ)
     if library is not None:
         env[LIBRARY_ENV] = str(library)
+    found: list[Finding] = environment.platforms_findings(env)
+
     state = probe_machine(root)
-    found = machine_findings(state)
+    found.extend(machine_findings(state))
+    _, visible = environment.visible_selection(env, state.topology.gpus)
+    found.extend(environment.visible_device_findings(env, state.topology.gpus))
+
     choice = locate_library(env)
+    facts: DynamicInfo | None = None
+    library_info: dict[str, Any] = {"found": False}
     if isinstance(choice, Finding):
         found.append(choice)
-        library_info: dict[str, Any] = {"found": False}
     else:
-        library_info = {
-            "found": True,
-            "path": str(choice.path),
-            "source": choice.source,
-            "version": choice.pjrt_version,
-        }
+        facts, library_info = _library(choice, found)
+
     jaxlib = installed_version("jaxlib")
     pjrt_version = choice.pjrt_version if isinstance(choice, LibraryChoice) else None
     found.extend(versions.version_findings(PLUGIN_VERSION, jaxlib, pjrt_version))
-    packages = {
+    found.extend(client_options.env_findings(env))
+
+    targets = library_info.get("amdgpu_targets")
+    visible_gpus = [state.topology.gpus[i] for i in visible]
+    found.extend(coverage.override_findings(env))
+    found.extend(coverage.coverage_findings([(g.index, g.gfx_target) for g in visible_gpus], targets, env))
+
+    runtime = runtime_checks.runtime_state(
+        choice.path if isinstance(choice, LibraryChoice) and facts is not None else None,
+        facts.needed if facts is not None else None,
+        runtime_checks.extension_modules(),
+        root,
+        env,
+    )
+    found.extend(runtime.findings)
+    installs, dependencies = runtime.installs, runtime.dependencies
+    if dependencies is not None:
+        library_info["missing_dependencies"] = dependencies.missing_names
+    found.extend(_pip_rocm_findings(env))
+
+    found.extend(packages.plugin_findings(packages.inventory()))
+    found.extend(shm_findings(root, len(state.usable_gpus)))
+
+    rocm: dict[str, Any] = {"installs": [_install_json(i) for i in installs], "hip": None}
+    if deep:
+        rocm["hip"] = _deep(found, installs, dependencies, choice if isinstance(choice, LibraryChoice) else None)
+
+    report_packages = {
         "jax-rocm7-plugin": PLUGIN_VERSION,
         "jax-rocm7-pjrt": installed_version("jax-rocm7-pjrt"),
         "jax": installed_version("jax"),
         "jaxlib": jaxlib,
     }
-    return Report(most_severe_first(found), _gpus(state), library_info, packages, str(root))
+    gpus = _gpus(state, visible, targets, env)
+    return Report(most_severe_first(found), gpus, library_info, report_packages, str(root), rocm)
+
+
+def _library(choice: LibraryChoice, found: list[Finding]) -> tuple[DynamicInfo | None, dict[str, Any]]:
+    info: dict[str, Any] = {
+        "found": True,
+        "path": str(choice.path),
+        "source": choice.source,
+        "version": choice.pjrt_version,
+    }
+    try:
+        facts = read_dynamic(choice.path)
+    except (ElfError, OSError) as error:
+        found.append(catalog.pjrt_library_invalid(f"{choice.path} is not a readable ELF object: {error}", ()))
+        return None, info
+    info.update(
+        needed=list(facts.needed),
+        runpath=list(facts.runpath),
+        exports=list(facts.exports),
+        amdgpu_targets=library_targets(choice),
+    )
+    return facts, info
+
+
+def _pip_rocm_findings(env: Mapping[str, str]) -> list[Finding]:
+    from jax_rocm7_plugin import rocm_pip
+
+    pip_rocm = rocm_pip.find_pip_rocm()
+    if pip_rocm is None or pip_rocm.complete or not rocm_pip.pip_rocm_in_use(pip_rocm, env):
+        return []
+    return [catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))]
+
+
+def _install_json(install: RocmInstall) -> dict[str, Any]:
+    return {
+        "location": install.location,
+        "source": install.source,
+        "version": install.version,
+        "major": install.major,
+        "hip_runtimes": [str(p) for p in install.hip_runtimes],
+    }
+
+
+def _deep(
+    found: list[Finding],
+    installs: list[RocmInstall],
+    dependencies: DependencyReport | None,
+    choice: LibraryChoice | None,
+) -> dict[str, Any]:
+    from jax_rocm7_plugin import hip_probe
+
+    runtime = dependencies.found.get(HIP_SONAME) if dependencies is not None else None
+    if runtime is None:  # not the library's runtime: the newest one installed, to say what it is
+        candidates = sorted((p for i in installs for p in i.hip_runtimes), key=lambda p: p.name, reverse=True)
+        runtime = candidates[0] if candidates else None
+    if runtime is None:
+        return {"probed": False, "why": "no HIP runtime to load"}
+    library = choice.path if choice is not None and dependencies is not None and not dependencies.missing else None
+    probe = hip_probe.run_probe(runtime, library)
+    found.extend(_deep_findings(probe))
+    found[:] = most_severe_first(_merge_same_ids(found))
+    return {"probed": True, **probe.to_json()}
+
+
+def _deep_findings(probe: Any) -> list[Finding]:
+    results: list[Finding] = []
+    hip = probe.hip
+    where = f"deep probe of {probe.runtime}"
+    if not hip.get("loaded", False):
+        why = hip.get("error") or probe.failure or "no answer"
+        return [catalog.hip_probe_failed(f"the HIP runtime {probe.runtime} could not be started", (why,))]
+    runtime_version = hip.get("runtime_version", {})
+    text = runtime_version.get("text")
+    if runtime_version.get("code") == 0 and text and not text.startswith("7."):
+        results.append(catalog.rocm_major_mismatch((f"{where}: HIP runtime version {text}",)))
+    init, count = hip.get("init", {}), hip.get("device_count", {})
+    if init.get("code") != 0 or count.get("value", 0) == 0:
+        name = count.get("name") if count.get("code") else init.get("name")
+        results.append(
+            catalog.hip_no_device(
+                str(name or "no devices"),
+                (
+                    f"{where}: hipInit -> {init.get('name')}",
+                    f"hipGetDeviceCount -> {count.get('name')}, {count.get('value')} device(s)",
+                    f"runtime {text}, driver {hip.get('driver_version', {}).get('text')}",
+                ),
+            )
+        )
+    if probe.failure:
+        results.append(catalog.hip_probe_failed(f"the deep probe did not finish: {probe.failure}", (where,)))
+    pjrt = probe.pjrt
+    if pjrt is not None and pjrt.get("error"):
+        results.append(catalog.pjrt_library_invalid(f"loading the PJRT library failed: {pjrt['error']}", (where,)))
+    return results
+
+
+def _merge_same_ids(found: list[Finding]) -> list[Finding]:
+    """One finding per id: evidence of later duplicates (from the deep probe) joins the first."""
+    merged: dict[str, Finding] = {}
+    for finding in found:
+        first = merged.get(finding.id)
+        if first is None:
+            merged[finding.id] = finding
+        else:
+            merged[finding.id] = first._replace(evidence=first.evidence + finding.evidence)
+    return list(merged.values())
+
+
+def _gpus(
+    state: MachineState, visible: list[int], targets: list[str] | None, env: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    usable = {g.node_index for g in state.usable_gpus}
+    nodes = state.topology.gpus
+    covered = {
+        c.node_index: c.covered_by
+        for c in coverage.gpu_coverage([(n.index, n.gfx_target) for n in nodes], targets or (), env)
+    }
+    return [
+        {
+            "kfd_node": g.node_index,
+            "gfx_target": g.gfx_target,
+            "product": product_name(g.gfx_target),
+            "render_node": str(g.render_node.path) if g.render_node else None,
+            "usable": g.node_index in usable,
+            "visible": position in visible,
+            "library_code": covered.get(g.node_index) if targets else None,
+        }
+        for position, g in enumerate(state.gpus)
+    ]
 
 
 def render_text(report: Report) -> str:
-    usable = [g for g in report.gpus if g["usable"]]
+    usable = [g for g in report.gpus if g["usable"] and g["visible"]]
     if report.ok:
         targets = ", ".join(sorted({g["gfx_target"] or "unknown" for g in usable})) or "none"
         verdict = f"ROCm backend: available ({len(usable)} usable GPU(s): {targets})"
@@ -104,6 +261,12 @@ def render_text(report: Report) -> str:
         lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")
         lines.append(f"      fix: {finding.fix}")
         lines.extend(f"      evidence: {e}" for e in finding.evidence)
+    for gpu in report.gpus:
+        product = f" {gpu['product']}" if gpu["product"] else ""
+        lines.append(f"  gpu: KFD node {gpu['kfd_node']} {gpu['gfx_target'] or 'unknown'}{product}")
+    for install in report.rocm.get("installs", []):
+        runtimes = ", ".join(Path(p).name for p in install["hip_runtimes"]) or "no HIP runtime"
+        lines.append(f"  rocm: {install['location']} ({install['source']}): {install['version'] or runtimes}")
     lines.append("  packages: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in report.packages.items()))
     if report.library.get("found"):
         lines.append(f"  library: {report.library['path']} (from {report.library['source']})")

@@ -16,7 +16,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from jax_rocm7_plugin.offload_bundles import scan_bundles
+from jax_rocm7_plugin.offload_bundles import scan_library
 
 FATBIN_SECTION = ".hip_fatbin"
 _HIP_RUNTIME = re.compile(r"libamdhip64\.so\.(\d+)$")
@@ -62,9 +62,8 @@ def read_elf_facts(path: Path, *, offload_targets: bool = True) -> ElfFacts:
             )
             _read_dynamic(elf, facts)
             if offload_targets:
-                section = elf.get_section_by_name(FATBIN_SECTION)
-                if section is not None and section["sh_type"] != "SHT_NOBITS":
-                    scan = scan_bundles(section.data())
+                scan = scan_library(path, FATBIN_SECTION)
+                if scan is not None:
                     facts.offload_targets = sorted(scan.targets)
                     facts.offload_bundles = scan.plain_bundles + scan.compressed_bundles
                     facts.offload_problems = scan.problems

@@ -197,3 +197,125 @@ def device_bitcode_missing(evidence: tuple[str, ...]) -> Finding:
         'reinstall it: pip install --force-reinstall "jax-rocm7-plugin[with-rocm]"',
         evidence,
     )
+
+
+_INSTALL_ROCM7 = (
+    "install ROCm 7: AMD's packages (https://rocm.docs.amd.com, amdgpu-install --usecase=rocm) into /opt/rocm, "
+    'or ROCm from pip: pip install "jax-rocm7-plugin[with-rocm]"'
+)
+
+
+def rocm_not_found(evidence: tuple[str, ...]) -> Finding:
+    return Finding("rocm-not-found", "error", "no ROCm runtime is installed (no libamdhip64)", _INSTALL_ROCM7, evidence)
+
+
+def rocm_major_mismatch(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "rocm-major-mismatch",
+        "error",
+        "ROCm is installed, but not ROCm 7, which this jax-rocm7 library is built for",
+        _INSTALL_ROCM7 + " (it can sit beside the other version in /opt/rocm-7.x.y)",
+        evidence,
+    )
+
+
+def gpu_arch_not_in_library(severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding("gpu-arch-not-in-library", severity, summary, fix, evidence)
+
+
+def hsa_override_gfx_version(summary: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "hsa-override-gfx-version",
+        "warning",
+        summary,
+        "unset HSA_OVERRIDE_GFX_VERSION unless you need it: code built for another processor can "
+        "compute wrong results or hang",
+        evidence,
+    )
+
+
+def jax_platforms_excludes_rocm(value: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "jax-platforms-excludes-rocm",
+        "error",
+        f"JAX_PLATFORMS={value} leaves out rocm, so jax never loads the ROCm backend",
+        "unset JAX_PLATFORMS, or add rocm to it (JAX_PLATFORMS=rocm,cpu)",
+        evidence,
+    )
+
+
+def visible_devices_hide_all(gpu_count: int, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "visible-devices-hide-all",
+        "error",
+        f"the device-selection variables hide all {gpu_count} AMD GPU(s) from HIP",
+        "unset them, or list valid indices (0.."
+        f"{max(gpu_count - 1, 0)}), e.g. HIP_VISIBLE_DEVICES=0; ROCR_VISIBLE_DEVICES also takes GPU-<uuid>",
+        evidence,
+    )
+
+
+def cuda_visible_devices_set(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "cuda-visible-devices-set",
+        "warning",
+        "CUDA_VISIBLE_DEVICES is set on an AMD machine, and HIP honours it (unless HIP_VISIBLE_DEVICES is set)",
+        "use HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) for AMD GPUs and unset CUDA_VISIBLE_DEVICES",
+        evidence,
+    )
+
+
+def shm_too_small(size_text: str, gpu_count: int, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "shm-too-small",
+        "warning",
+        f"/dev/shm holds only {size_text}, but RCCL needs more for collectives across {gpu_count} GPUs",
+        "give the container more shared memory: docker run --shm-size=16g (or --ipc=host)",
+        evidence,
+    )
+
+
+def conflicting_rocm_plugin(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding("conflicting-rocm-plugin", "error", summary, fix, evidence)
+
+
+def cuda_plugin_present(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "cuda-plugin-present",
+        "info",
+        "a jax CUDA plugin is installed too: jax skips it where no NVIDIA GPU is visible; where both "
+        "backends work, both register at priority 500 and the first one discovered becomes the default",
+        "choose explicitly: JAX_PLATFORMS=rocm, or jax.devices('rocm') in code",
+        evidence,
+    )
+
+
+def rocm_path_mismatch(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "rocm-path-mismatch",
+        "warning",
+        "ROCM_PATH names one ROCm, but the dynamic loader takes the HIP runtime from another, so device "
+        "libraries and runtime can come from different releases",
+        "make them agree: point ROCM_PATH at the ROCm whose lib directory the loader uses, or fix LD_LIBRARY_PATH",
+        evidence,
+    )
+
+
+def hip_no_device(error_name: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "hip-no-device",
+        "error",
+        f"the HIP runtime starts but reports no usable GPU ({error_name})",
+        "check the findings above (driver, /dev/kfd, groups, visible-device variables); run rocminfo to compare",
+        evidence,
+    )
+
+
+def hip_probe_failed(summary: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "hip-probe-failed",
+        "error",
+        summary,
+        "run the deep probe again with AMD_LOG_LEVEL=4 to see the runtime's own log, and report it",
+        evidence,
+    )

@@ -20,6 +20,7 @@ from jax_rocm7_plugin.findings import Finding
 
 LIBRARY_ENV = "JAX_ROCM_PJRT_LIBRARY"
 LIBRARY_NAME = "xla_rocm_plugin.so"
+PJRT_ENTRY_POINT = "GetPjrtApi"
 # Workspace names under which the runfiles tree holds our targets (bzlmod: _main).
 _RUNFILES_WORKSPACES = ("_main", "jax_rocm7")
 
@@ -73,7 +74,42 @@ def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
     problem = shared_object_problem(choice.path)
     if problem is not None:
         return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
+    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+
+    try:
+        exports = read_dynamic(choice.path).exports
+    except (ElfError, OSError) as error:
+        return catalog.pjrt_library_invalid(
+            f"{choice.path} is not a readable ELF object: {error}", (f"library chosen from {choice.source}",)
+        )
+    if PJRT_ENTRY_POINT not in exports:
+        return catalog.pjrt_library_invalid(
+            f"{choice.path} is not a PJRT plugin: it exports no {PJRT_ENTRY_POINT}",
+            (f"exports: {', '.join(exports[:8]) or 'none'}", f"library chosen from {choice.source}"),
+        )
     return choice
+
+
+def library_targets(choice: LibraryChoice) -> list[str] | None:
+    """GPU targets the library carries code for: recorded in the wheel's build_info, else read from it.
+
+    None when the library has no offload bundles (e.g. a CPU stand-in) or they cannot be read.
+    """
+    if choice.source == "jax-rocm7-pjrt":
+        try:
+            pjrt = importlib.import_module("jax_rocm7_pjrt")
+            recorded = pjrt.build_info().get("amdgpu_targets")
+            return sorted(recorded) if recorded else None
+        except (ImportError, OSError, ValueError):
+            pass
+    from jax_rocm7_plugin.elf_dynamic import ElfError
+    from jax_rocm7_plugin.offload_bundles import scan_library
+
+    try:
+        scan = scan_library(choice.path)
+    except (ElfError, OSError):
+        return None
+    return sorted(scan.targets) if scan is not None and scan.targets else None
 
 
 def _runfiles_library(environ: Mapping[str, str]) -> Path | None:

@@ -67,14 +67,27 @@ def rocm_required(platforms: str | None) -> bool:
 
 
 def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = True) -> Plan | Finding:
-    """Checks in order of cost; the first blocking finding ends the plan."""
-    blocking = first_blocking(machine_findings(probe_machine(root)))
+    """Checks in order of cost; the first blocking finding ends the plan. The doctor runs them in this order."""
+    state = probe_machine(root)
+    blocking = first_blocking(machine_findings(state))
     if blocking is not None:
         return blocking
 
-    from jax_rocm7_plugin import versions
+    from jax_rocm7_plugin import coverage, environment, versions
     from jax_rocm7_plugin.client_options import rocm_client_options
-    from jax_rocm7_plugin.library import locate_library
+    from jax_rocm7_plugin.library import library_targets, locate_library
+    from jax_rocm7_plugin.machine import shm_findings
+
+    warnings: list[Finding] = []
+
+    def blocked(found: list[Finding]) -> Finding | None:
+        warnings.extend(f for f in found if not f.blocks_rocm)
+        return first_blocking(found)
+
+    gpus = state.topology.gpus
+    blocking = blocked(environment.visible_device_findings(environ, gpus))
+    if blocking is not None:
+        return blocking
 
     library = locate_library(environ)
     if isinstance(library, Finding):
@@ -92,13 +105,23 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     if isinstance(options, Finding):
         return options
 
-    plan = Plan(library=library, options=options)
+    _, visible = environment.visible_selection(environ, gpus)
+    targets = library_targets(library)
+    blocking = blocked(
+        coverage.override_findings(environ)
+        + coverage.coverage_findings([(gpus[i].index, gpus[i].gfx_target) for i in visible], targets, environ)
+    )
+    if blocking is not None:
+        return blocking
+    warnings.extend(shm_findings(root, len(state.usable_gpus)))
+
+    plan = Plan(library=library, options=options, warnings=tuple(warnings))
     if not load:
         return plan
-    return _load_and_check_c_api(plan, jaxlib_version)
+    return _load_and_check_c_api(plan, jaxlib_version, root, environ)
 
 
-def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
+def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: Mapping[str, str]) -> Plan | Finding:
     from jax_rocm7_plugin import pjrt_api, rocm_pip, versions
 
     pip_rocm = rocm_pip.find_pip_rocm()
@@ -106,7 +129,8 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
         # HIP reads these when it initialises, so they must be set before the load.
         plan = plan._replace(environment_changes=tuple(rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)))
         if not pip_rocm.complete:
-            plan = plan._replace(warnings=(catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",)),))
+            missing_bitcode = catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))
+            plan = plan._replace(warnings=(*plan.warnings, missing_bitcode))
 
     path = plan.library.path
     try:
@@ -114,7 +138,7 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
         c_api = pjrt_api.read_c_api_version(library)
     except pjrt_api.LibraryLoadError as error:
         if error.missing:
-            return catalog.library_dependency_missing(
+            return _runtime_cause(path, root, environ) or catalog.library_dependency_missing(
                 f"the PJRT library needs {error.missing}, which the dynamic loader cannot find",
                 (str(error), f"library: {path}"),
             )
@@ -131,6 +155,18 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str) -> Plan | Finding:
             (f"library: {path}", f"jaxlib=={jaxlib_version}"),
         )
     return plan._replace(c_api_version=str(c_api))
+
+
+def _runtime_cause(path: Path, root: Path, environ: Mapping[str, str]) -> Finding | None:
+    """Why dlopen failed, as the doctor says it: no ROCm 7, else every missing library."""
+    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin.runtime_checks import extension_modules, runtime_state
+
+    try:
+        needed: tuple[str, ...] | None = read_dynamic(path, exports=False).needed
+    except (ElfError, OSError):
+        needed = None
+    return first_blocking(runtime_state(path, needed, extension_modules(), root, environ).findings)
 
 
 def initialize() -> None:

@@ -15,10 +15,12 @@ kilobytes are decompressed. Malformed input yields problems, never exceptions.
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 PLAIN_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"
@@ -27,6 +29,7 @@ _MAX_ENTRIES = 4096
 _MAX_ID_LENGTH = 1024
 # Enough for any realistic entry table; grown on demand up to the stream's size.
 _FIRST_READ = 16 * 1024
+_MAGIC = re.compile(re.escape(PLAIN_MAGIC) + b"|" + re.escape(COMPRESSED_MAGIC))
 _TARGET = re.compile(r"(gfx[0-9a-z]+(?:-[0-9a-z]+)*-generic|gfx[0-9a-f]+)")
 
 
@@ -81,7 +84,7 @@ def parse_entry_table(data: bytes) -> tuple[list[str], bool]:
     return ids, False
 
 
-def _compressed_header(data: bytes, pos: int) -> tuple[int, int, int, int] | None:
+def _compressed_header(data: bytes | memoryview, pos: int) -> tuple[int, int, int, int] | None:
     """(method, header length, total size or 0 if unknown, uncompressed size) of a CCOB header."""
     if len(data) < pos + 8:
         return None
@@ -112,7 +115,7 @@ def _decompress_head(method: int, payload: memoryview, want: int) -> bytes:
     return zlib.decompressobj().decompress(bytes(payload), want)
 
 
-def _read_compressed(data: bytes, pos: int, scan: BundleScan) -> int:
+def _read_compressed(data: bytes | memoryview, pos: int, scan: BundleScan) -> int:
     """Decode the entry table of the CCOB at pos; return where to look for the next bundle."""
     header = _compressed_header(data, pos)
     if header is None:
@@ -141,9 +144,9 @@ def _read_compressed(data: bytes, pos: int, scan: BundleScan) -> int:
     return end if total else pos + header_length
 
 
-def _read_plain(data: bytes, pos: int, scan: BundleScan) -> int:
+def _read_plain(data: bytes | memoryview, pos: int, scan: BundleScan) -> int:
     try:
-        ids, truncated = parse_entry_table(data[pos : pos + 1024 * 1024])
+        ids, truncated = parse_entry_table(bytes(data[pos : pos + 1024 * 1024]))
     except ValueError as error:
         scan.problems.append(f"bundle at {pos:#x}: {error}")
         return pos + len(PLAIN_MAGIC)
@@ -159,15 +162,35 @@ def _record(scan: BundleScan, ids: list[str]) -> None:
     scan.targets.update(t for t in map(target_of, ids) if t is not None)
 
 
-def scan_bundles(data: bytes) -> BundleScan:
-    """Every offload bundle in `data` (a `.hip_fatbin` section, or any blob)."""
+def scan_bundles(data: bytes | memoryview) -> BundleScan:
+    """Every offload bundle in `data` (a `.hip_fatbin` section, or any blob).
+
+    One regex pass finds the next magic of either kind; compressed bundles that
+    state their size are skipped whole, so a 55 MB section costs a few ms plus
+    the decompression of each entry table.
+    """
     scan = BundleScan()
     pos = 0
-    while True:
-        plain = data.find(PLAIN_MAGIC, pos)
-        compressed = data.find(COMPRESSED_MAGIC, pos)
-        candidates = [p for p in (plain, compressed) if p >= 0]
-        if not candidates:
-            return scan
-        pos = min(candidates)
-        pos = _read_plain(data, pos, scan) if pos == plain else _read_compressed(data, pos, scan)
+    while (match := _MAGIC.search(data, pos)) is not None:
+        pos = match.start()
+        pos = _read_plain(data, pos, scan) if match.group() == PLAIN_MAGIC else _read_compressed(data, pos, scan)
+    return scan
+
+
+def scan_library(path: Path, section_name: str = ".hip_fatbin") -> BundleScan | None:
+    """The offload bundles of a shared object's fatbin section, read through a memory map.
+
+    None when the object has no such section (a library without GPU code).
+    Raises elf_dynamic.ElfError for a file that is not a readable ELF object.
+    """
+    from jax_rocm7_plugin.elf_dynamic import read_dynamic
+
+    section = read_dynamic(path, exports=False).sections.get(section_name)
+    if section is None or section.size == 0 or section.type == 8:  # SHT_NOBITS
+        return None
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)[section.offset : section.offset + section.size]
+        try:
+            return scan_bundles(view)
+        finally:
+            view.release()

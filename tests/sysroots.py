@@ -11,6 +11,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
+LIB_DIR = "lib/x86_64-linux-gnu"
+# The base system a C++ shared object links against; a sysroot without them is not a usable machine.
+BASE_LIBRARIES = (
+    "libc.so.6",
+    "libm.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "librt.so.1",
+    "libgcc_s.so.1",
+    "libstdc++.so.6",
+    "ld-linux-x86-64.so.2",
+)
+
+
+def add_base_system(root: Path) -> None:
+    """Link this host's glibc and C++ runtime into the sysroot's library directory."""
+    target = root / LIB_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for name in BASE_LIBRARIES:
+        host = Path("/") / LIB_DIR / name
+        if host.exists() and not (target / name).exists():
+            (target / name).symlink_to(host.resolve())
 
 
 @dataclass(frozen=True)
@@ -46,6 +68,7 @@ def make_sysroot(
     kfd: bool = True,
     render_nodes: bool = True,
     dxg: bool = False,
+    base_system: bool = True,
 ) -> Path:
     """A machine with one CPU node and the given GPUs (default: one gfx942)."""
     gpus = [Gpu()] if gpus is None else gpus
@@ -66,4 +89,6 @@ def make_sysroot(
                 (root / "dev" / "dri" / f"renderD{gpu.drm_render_minor}").write_text("")
     if dxg:
         (root / "dev" / "dxg").write_text("")
+    if base_system:
+        add_base_system(root)
     return root

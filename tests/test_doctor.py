@@ -26,7 +26,15 @@ def test_healthy_machine_with_explicit_library(tmp_path: Path, standin_library: 
     report = json.loads(done.stdout)
     assert done.returncode == 0 and report["ok"] is True, done.stdout
     assert report["gpus"] == [
-        {"kfd_node": 1, "gfx_target": "gfx942", "render_node": str(root / "dev/dri/renderD128"), "usable": True}
+        {
+            "kfd_node": 1,
+            "gfx_target": "gfx942",
+            "product": "Instinct MI300X/MI300A/MI325X",
+            "render_node": str(root / "dev/dri/renderD128"),
+            "usable": True,
+            "visible": True,
+            "library_code": None,  # the CPU stand-in carries no GPU code objects
+        }
     ]
     assert report["library"]["source"] == "JAX_ROCM_PJRT_LIBRARY"
 

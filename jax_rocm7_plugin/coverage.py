@@ -1,0 +1,105 @@
+"""Does the PJRT library carry code for these GPUs? gpu-arch-not-in-library and HSA_OVERRIDE_GFX_VERSION.
+
+Without code for its processor (exact, or through a generic family), a GPU makes
+the HIP runtime abort with hipErrorNoBinaryForGpu the first time a kernel loads.
+We say so before that happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin.gfx_targets import covering_target, describe, override_suggestion, override_target
+
+OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
+
+
+class GpuCoverage(NamedTuple):
+    position: int  # index among the KFD GPUs, as HIP_VISIBLE_DEVICES counts them
+    node_index: int
+    own_target: str | None
+    effective_target: str | None  # after HSA_OVERRIDE_GFX_VERSION
+    covered_by: str | None
+
+
+def gpu_coverage(
+    gpus: Sequence[tuple[int, str | None]], library_targets: Collection[str], environ: Mapping[str, str]
+) -> list[GpuCoverage]:
+    """`gpus`: (KFD node index, gfx target) of each GPU, in topology order."""
+    override = override_target(environ.get(OVERRIDE_VARIABLE, "")) if environ.get(OVERRIDE_VARIABLE) else None
+    targets = frozenset(library_targets)
+    result = []
+    for position, (node, target) in enumerate(gpus):
+        effective = override or target
+        covered = covering_target(effective, targets) if effective else None
+        result.append(GpuCoverage(position, node, target, effective, covered))
+    return result
+
+
+def override_findings(environ: Mapping[str, str]) -> list[Finding]:
+    value = environ.get(OVERRIDE_VARIABLE)
+    if value is None:
+        return []
+    target = override_target(value)
+    if target is None:
+        return [
+            catalog.hsa_override_gfx_version(
+                f"{OVERRIDE_VARIABLE}={value!r} is not of the form X.Y.Z; "
+                "coverage is judged with the GPUs' own targets",
+                (f"{OVERRIDE_VARIABLE}={value!r}",),
+            )
+        ]
+    return [
+        catalog.hsa_override_gfx_version(
+            f"{OVERRIDE_VARIABLE}={value} makes ROCm treat every GPU as {target}; coverage is judged for {target}",
+            (f"{OVERRIDE_VARIABLE}={value!r}",),
+        )
+    ]
+
+
+def coverage_findings(
+    gpus: Sequence[tuple[int, str | None]], library_targets: Collection[str] | None, environ: Mapping[str, str]
+) -> list[Finding]:
+    """gpu-arch-not-in-library: an error when no GPU is covered, a warning when some are not."""
+    if not gpus or not library_targets:
+        return []  # no GPUs, or a library without GPU code objects (nothing to judge)
+    coverage = gpu_coverage(gpus, library_targets, environ)
+    missing = [c for c in coverage if c.covered_by is None and c.effective_target is not None]
+    if not missing:
+        return []
+    covered = [c for c in coverage if c.covered_by is not None]
+    names = ", ".join(dict.fromkeys(describe(c.effective_target) for c in missing))
+    overridden = " (after HSA_OVERRIDE_GFX_VERSION)" if environ.get(OVERRIDE_VARIABLE) else ""
+    evidence = (
+        *(
+            f"KFD node {c.node_index}: {describe(c.own_target)}"
+            + (f", treated as {c.effective_target}" if c.effective_target != c.own_target else "")
+            + (f" -> runs code for {c.covered_by}" if c.covered_by else " -> no code object")
+            for c in coverage
+        ),
+        f"library targets: {', '.join(sorted(library_targets))}",
+    )
+    if covered:
+        visible = ",".join(str(c.position) for c in covered)
+        return [
+            catalog.gpu_arch_not_in_library(
+                "warning",
+                f"the PJRT library has no code for {names}{overridden}; HIP aborts with hipErrorNoBinaryForGpu "
+                "if such a GPU is used",
+                f"hide it from HIP: HIP_VISIBLE_DEVICES={visible}",
+                evidence,
+            )
+        ]
+    fix = "use a jax-rocm7-pjrt built for this GPU (build/build.py wheels on a ROCm 7 host with its gfx target)"
+    suggestion = next(
+        (s for c in missing if c.own_target and (s := override_suggestion(c.own_target, frozenset(library_targets)))),
+        None,
+    )
+    if suggestion is not None and not environ.get(OVERRIDE_VARIABLE):
+        fix += f"; as an unsupported workaround, HSA_OVERRIDE_GFX_VERSION={suggestion} runs a sibling's code"
+    return [
+        catalog.gpu_arch_not_in_library("error", f"the PJRT library has no code for {names}{overridden}", fix, evidence)
+    ]

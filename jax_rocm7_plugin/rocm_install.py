@@ -1,0 +1,140 @@
+"""Which ROCm runtimes are on this machine, and which version each one is.
+
+Looked for, in this order: $ROCM_PATH, /opt/rocm, /opt/rocm-<version>, the
+dynamic loader's directories (distribution packages such as Debian's
+libamdhip64-5 put HIP in /usr/lib/x86_64-linux-gnu), and ROCm from pip
+(TheRock's `_rocm_sdk_core`). The version comes from `<root>/.info/version`
+(AMD's packages write it), else from the pip distribution's version, else from
+the soname major of the HIP runtime (libamdhip64.so.7 -> 7).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin.sysroot import host_path
+
+REQUIRED_MAJOR = 7
+HIP_RUNTIME_GLOB = "libamdhip64.so.*"
+_SONAME_MAJOR = re.compile(r"libamdhip64\.so\.(\d+)$")
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_LIB_DIRS = ("lib", "lib64")
+
+
+class RocmInstall(NamedTuple):
+    location: str  # as the user knows it: a machine path, or "pip: <dir>"
+    source: str  # ROCM_PATH, /opt/rocm, /opt/rocm-*, loader path, pip
+    version: str | None
+    hip_runtimes: tuple[Path, ...]  # real paths of libamdhip64.so.N files
+
+    @property
+    def major(self) -> int | None:
+        if self.version:
+            match = _VERSION.match(self.version)
+            if match:
+                return int(match.group(1))
+        majors = sorted({int(m.group(1)) for m in (_SONAME_MAJOR.match(p.name) for p in self.hip_runtimes) if m})
+        majors.reverse()
+        return majors[0] if majors else None
+
+    def describe(self) -> str:
+        names = ", ".join(p.name for p in self.hip_runtimes)
+        version = f"version {self.version}" if self.version else f"HIP runtime {names}" if names else "no HIP runtime"
+        return f"{self.location} ({self.source}): {version}"
+
+
+def _hip_runtimes(directory: Path) -> tuple[Path, ...]:
+    paths = (Path(p) for p in glob.glob(str(directory / HIP_RUNTIME_GLOB)))
+    return tuple(sorted(p for p in paths if _SONAME_MAJOR.match(p.name)))
+
+
+def _read_version_file(root: Path) -> str | None:
+    try:
+        text = (root / ".info" / "version").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    match = _VERSION.match(text)
+    return text.split()[0] if match else None
+
+
+def _rocm_tree(root: Path, location: str, source: str) -> RocmInstall | None:
+    if not root.is_dir():
+        return None
+    runtimes: tuple[Path, ...] = ()
+    for lib in _LIB_DIRS:
+        runtimes += _hip_runtimes(root / lib)
+    version = _read_version_file(root)
+    if version is None and not runtimes:
+        return None
+    return RocmInstall(location, source, version, runtimes)
+
+
+def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list[str]) -> list[RocmInstall]:
+    """Every ROCm runtime visible under the sysroot and in this Python environment."""
+    installs: list[RocmInstall] = []
+    seen: set[str] = set()
+
+    def add(install: RocmInstall | None, key: Path) -> None:
+        resolved = str(key.resolve())
+        if install is not None and resolved not in seen:
+            seen.add(resolved)
+            installs.append(install)
+
+    rocm_path = environ.get("ROCM_PATH")
+    if rocm_path:
+        add(_rocm_tree(host_path(root, rocm_path), rocm_path, "ROCM_PATH"), host_path(root, rocm_path))
+    add(_rocm_tree(host_path(root, "/opt/rocm"), "/opt/rocm", "/opt/rocm"), host_path(root, "/opt/rocm"))
+    for path in sorted(glob.glob(str(host_path(root, "/opt/rocm-*")))):
+        location = "/" + os.path.relpath(path, root)
+        add(_rocm_tree(Path(path), location, "/opt/rocm-*"), Path(path))
+    for directory in loader_dirs:
+        real = host_path(root, directory)
+        runtimes = _hip_runtimes(real)
+        if runtimes:
+            add(RocmInstall(directory, "loader path", None, runtimes), real)
+    pip = _pip_rocm()
+    if pip is not None:
+        add(pip[0], pip[1])
+    return installs
+
+
+def _pip_rocm() -> tuple[RocmInstall, Path] | None:
+    from jax_rocm7_plugin.rocm_pip import find_pip_rocm
+
+    found = find_pip_rocm()
+    if found is None:
+        return None
+    try:
+        import importlib.metadata
+
+        version: str | None = importlib.metadata.version("rocm-sdk-core")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    runtimes = _hip_runtimes(found.root / "lib")
+    return RocmInstall(f"pip: {found.root}", "pip", version, runtimes), found.root
+
+
+def rocm_findings(installs: list[RocmInstall], environ: Mapping[str, str]) -> list[Finding]:
+    """rocm-not-found / rocm-major-mismatch; nothing when a ROCm 7 is among the installs."""
+    if not installs:
+        rocm_path = environ.get("ROCM_PATH")
+        return [
+            catalog.rocm_not_found(
+                (
+                    f"ROCM_PATH={rocm_path} holds no ROCm" if rocm_path else "ROCM_PATH is not set",
+                    "no /opt/rocm or /opt/rocm-* with a HIP runtime or .info/version",
+                    "no libamdhip64.so.* in the dynamic loader's directories",
+                    "no ROCm from pip (module _rocm_sdk_core)",
+                )
+            )
+        ]
+    if any(install.major == REQUIRED_MAJOR for install in installs):
+        return []
+    return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs))]

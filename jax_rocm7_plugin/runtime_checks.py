@@ -1,0 +1,84 @@
+"""Is the ROCm runtime the PJRT library needs installed, and would the dynamic loader find all of it?
+
+Shared by the doctor (always) and the loader (when dlopen fails), so both name
+the same cause: rocm-not-found / rocm-major-mismatch first, because they are the
+root cause, then library-dependency-missing with every missing name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from jax_rocm7_plugin import findings as catalog
+from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin.ld_resolve import DEFAULT_DIRS, DependencyReport, ld_so_conf_dirs, resolve_dependencies
+from jax_rocm7_plugin.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
+
+HIP_SONAME = "libamdhip64.so.7"
+
+
+class RuntimeState(NamedTuple):
+    installs: list[RocmInstall]
+    dependencies: DependencyReport | None  # None when there is no library to resolve
+    findings: list[Finding]
+
+
+def extension_modules() -> list[Path]:
+    """The plugin's own native modules (built by Bazel), whose NEEDED libraries count too."""
+    return sorted(Path(__file__).resolve().parent.glob("*.so"))
+
+
+def loader_dirs(root: Path, environ: Mapping[str, str]) -> list[str]:
+    """Machine directories the dynamic loader searches for any object: LD_LIBRARY_PATH, ld.so.conf, defaults."""
+    dirs = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")]
+    dirs += ld_so_conf_dirs(root) + list(DEFAULT_DIRS)
+    return list(dict.fromkeys(dirs))
+
+
+def runtime_state(
+    library: Path | None,
+    needed: Sequence[str] | None,
+    extensions: Sequence[Path],
+    root: Path,
+    environ: Mapping[str, str],
+) -> RuntimeState:
+    """`needed`: the library's DT_NEEDED names (None when unknown); ROCm is judged only if it needs HIP."""
+    installs = find_rocm_installs(root, environ, loader_dirs(root, environ))
+    found: list[Finding] = []
+    if needed is None or any(name.startswith("libamdhip64.so.") for name in needed):
+        found.extend(rocm_findings(installs, environ))
+    dependencies = None
+    if library is not None:
+        dependencies = resolve_dependencies([library, *extensions], root, environ)
+        found.extend(dependency_findings(dependencies, installs))
+        found.extend(rocm_path_findings(environ, dependencies, root))
+    return RuntimeState(installs, dependencies, found)
+
+
+def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -> list[Finding]:
+    if not report.missing:
+        return []
+    names = report.missing_names
+    evidence = [f"{m.name} (needed by {m.needed_by})" for m in report.missing]
+    # A ROCm 7 that holds the missing libraries but is not on the loader's path: say where it is.
+    for install in installs:
+        if install.major == 7 and install.hip_runtimes:
+            lib_dir = install.hip_runtimes[0].parent
+            if any((lib_dir / n).exists() for n in names):
+                evidence.append(f"{install.location} has them in {lib_dir}: add that directory to LD_LIBRARY_PATH")
+    plural = "y" if len(names) == 1 else "ies"
+    summary = f"the dynamic loader cannot find {len(names)} librar{plural} the PJRT library needs: {', '.join(names)}"
+    return [catalog.library_dependency_missing(summary, tuple(evidence))]
+
+
+def rocm_path_findings(environ: Mapping[str, str], report: DependencyReport, root: Path) -> list[Finding]:
+    rocm_path = environ.get("ROCM_PATH")
+    runtime = report.found.get(HIP_SONAME)
+    if not rocm_path or runtime is None:
+        return []
+    chosen = (root / rocm_path.lstrip("/")).resolve()
+    if runtime.resolve().is_relative_to(chosen):
+        return []
+    return [catalog.rocm_path_mismatch((f"ROCM_PATH={rocm_path}", f"{HIP_SONAME} resolves to {runtime}"))]
