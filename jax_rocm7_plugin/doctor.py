@@ -105,7 +105,8 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     found.extend(_pip_rocm_findings(env))
 
     found.extend(packages.plugin_findings(packages.inventory()))
-    found.extend(shm_findings(root, len(state.usable_gpus)))
+    usable_nodes = {g.node_index for g in state.usable_gpus}
+    found.extend(shm_findings(root, sum(1 for g in visible_gpus if g.index in usable_nodes)))
 
     rocm: dict[str, Any] = {"installs": [_install_json(i) for i in installs], "hip": None}
     if deep:

@@ -113,7 +113,8 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     )
     if blocking is not None:
         return blocking
-    warnings.extend(shm_findings(root, len(state.usable_gpus)))
+    usable_nodes = {g.node_index for g in state.usable_gpus}
+    warnings.extend(shm_findings(root, sum(1 for i in visible if gpus[i].index in usable_nodes)))
 
     plan = Plan(library=library, options=options, warnings=tuple(warnings))
     if not load:

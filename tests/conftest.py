@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -32,3 +36,60 @@ def standin_library() -> Path:
     path = Path(standin.__file__).parent / "xla_cpu_pjrt.so"
     assert path.is_file(), f"xla-cpu-pjrt is installed without its library at {path}"
     return path
+
+
+DEBIAN_HIP = Path("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")
+UPSTREAM_RELEASE = "0.10.0"
+TEST_CACHE = Path(os.environ.get("JAX_ROCM_TEST_CACHE", Path.home() / ".cache" / "jax-rocm7-tests"))
+
+
+def require(condition: bool, what: str) -> None:
+    """Skip on a developer machine without `what`; fail in CI, whose script installs it."""
+    if condition:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is missing; ci/run_tests.sh installs it")
+    pytest.skip(f"{what} is not installed")
+
+
+@pytest.fixture(scope="session")
+def debian_hip_runtime() -> Path:
+    """Debian's libamdhip64-5 (HIP 5.2): a real HIP runtime that loads here and finds no device."""
+    require(DEBIAN_HIP.exists(), "Debian's libamdhip64-5 (apt-get install libamdhip64-5)")
+    return DEBIAN_HIP
+
+
+@pytest.fixture(scope="session")
+def upstream_library() -> Path:
+    """xla_rocm_plugin.so of the published jax-rocm7-pjrt 0.10.0 (137 MB wheel), cached across runs."""
+    target = TEST_CACHE / f"jax-rocm7-pjrt-{UPSTREAM_RELEASE}" / "xla_rocm_plugin.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            "-d",
+            str(target.parent),
+            f"jax-rocm7-pjrt=={UPSTREAM_RELEASE}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    wheels = sorted(target.parent.glob("jax_rocm7_pjrt-*.whl"))
+    require(
+        done.returncode == 0 and bool(wheels), f"jax-rocm7-pjrt=={UPSTREAM_RELEASE} from PyPI ({done.stderr[-300:]})"
+    )
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        member = next(n for n in wheel.namelist() if n.endswith("/xla_rocm_plugin.so"))
+        partial = target.with_suffix(".partial")
+        with wheel.open(member) as source, open(partial, "wb") as sink:
+            shutil.copyfileobj(source, sink, 16 * 1024 * 1024)
+    partial.rename(target)
+    wheels[0].unlink()
+    return target

@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 
-def compile_shared(directory: Path, name: str, source: str, *, libs: list[str] = ()) -> Path:  # type: ignore[assignment]
+def compile_shared(
+    directory: Path,
+    name: str,
+    source: str,
+    *,
+    libs: Sequence[str] = (),
+    link_dirs: Sequence[Path] = (),
+    flags: Sequence[str] = (),
+    output_name: str | None = None,
+) -> Path:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler")
     directory.mkdir(parents=True, exist_ok=True)
     c_file = directory / f"{name}.c"
     c_file.write_text(source)
-    output = directory / f"lib{name}.so"
+    output = directory / (output_name or f"lib{name}.so")
     command = [compiler, "-shared", "-fPIC", "-o", str(output), str(c_file), f"-L{directory}"]
-    command += [f"-l{lib}" for lib in libs]
+    command += [f"-L{d}" for d in link_dirs] + list(flags) + [f"-l{lib}" for lib in libs]
     subprocess.run(command, check=True, capture_output=True)
     return output
 
@@ -41,3 +51,40 @@ static struct api the_api = {{ {api_size}, 0, {{ 24, 0, {major}, {minor} }} }};
 const struct api* GetPjrtApi(void) {{ return &the_api; }}
 """
     return compile_shared(directory, f"pjrt_{major}_{minor}_{api_size}", source)
+
+
+HIP_RUNTIME = "libamdhip64.so.7"
+
+
+def fake_hip_runtime(directory: Path, *, devices: int, version: int = 70051831, name: str = HIP_RUNTIME) -> Path:
+    """A library with HIP's probe entry points that reports `devices` GPUs and HIP_VERSION `version`."""
+    source = f"""
+static const char* names[] = {{"hipSuccess", "hipErrorNoDevice"}};
+int hipInit(unsigned flags) {{ return {devices} ? 0 : 100; }}
+int hipGetDeviceCount(int* n) {{ *n = {devices}; return {devices} ? 0 : 100; }}
+int hipRuntimeGetVersion(int* v) {{ *v = {version}; return 0; }}
+int hipDriverGetVersion(int* v) {{ *v = {version}; return 0; }}
+const char* hipGetErrorName(int code) {{ return code == 0 ? names[0] : names[1]; }}
+"""
+    return compile_shared(directory, "hip", source, flags=[f"-Wl,-soname,{name}"], output_name=name)
+
+
+def pjrt_library_with_code_for(directory: Path, fatbin: bytes, *, hip_dir: Path | None = None) -> Path:
+    """A PJRT-shaped library (GetPjrtApi, C API 0.81) whose .hip_fatbin section holds `fatbin`.
+
+    With `hip_dir`, it links against the libamdhip64.so.7 there (NEEDED), with RUNPATH /opt/rocm/lib.
+    """
+    array = ", ".join(str(b) for b in fatbin)
+    source = f"""
+#include <stddef.h>
+__attribute__((section(".hip_fatbin"), used)) static const unsigned char fatbin[] = {{ {array} }};
+struct version {{ size_t struct_size; void* ext; int major; int minor; }};
+struct api {{ size_t struct_size; void* ext; struct version v; }};
+static struct api the_api = {{ 984, 0, {{ 24, 0, 0, 81 }} }};
+int hipInit(unsigned);
+const struct api* GetPjrtApi(void) {{ {"hipInit(0);" if hip_dir else ""} return &the_api; }}
+"""
+    flags = ["-Wl,--enable-new-dtags", "-Wl,-rpath,/opt/rocm/lib"] if hip_dir else []
+    libs = [f":{HIP_RUNTIME}"] if hip_dir else []
+    link_dirs = [hip_dir] if hip_dir else []
+    return compile_shared(directory, "pjrt_gpu", source, libs=libs, link_dirs=link_dirs, flags=flags)

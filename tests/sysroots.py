@@ -74,6 +74,7 @@ def make_sysroot(
     gpus = [Gpu()] if gpus is None else gpus
     root.mkdir(parents=True, exist_ok=True)
     (root / "dev" / "dri").mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "shm").mkdir(exist_ok=True)
     if amdgpu_module:
         (root / "sys" / "module" / "amdgpu").mkdir(parents=True, exist_ok=True)
     if topology:

@@ -1,0 +1,228 @@
+"""One synthetic machine per finding id, diagnosed in process (the CLI is tested in test_doctor.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin import doctor
+from jax_rocm7_plugin.doctor import diagnose
+from tests.bundles import compressed_bundle, plain_bundle
+from tests.native import HIP_RUNTIME, fake_hip_runtime, pjrt_library_with_code_for
+from tests.sysroots import Gpu, make_sysroot
+
+GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
+LIBRARY_TARGETS = ["gfx90a", "gfx9-4-generic", "gfx1030", "gfx11-generic"]
+
+
+def bundle_for(targets: list[str]) -> bytes:
+    ids = ["host-x86_64-unknown-linux-gnu-", *(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets)]
+    return compressed_bundle(plain_bundle(ids), 3)
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fake HIP 7 runtime and a PJRT-shaped library that needs it and carries LIBRARY_TARGETS."""
+    directory = tmp_path_factory.mktemp("gpu-build")
+    hip = fake_hip_runtime(directory / "hip", devices=1)
+    pjrt_library_with_code_for(directory / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=hip.parent)
+    return directory
+
+
+def library_of(build: Path) -> Path:
+    return build / "lib" / "libpjrt_gpu.so"
+
+
+def add_rocm(root: Path, build: Path, version: str = "7.0.2", *, link: bool = True, soname: str = HIP_RUNTIME) -> Path:
+    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it."""
+    home = root / "opt" / f"rocm-{version}"
+    (home / ".info").mkdir(parents=True)
+    (home / ".info" / "version").write_text(f"{version}-56\n")
+    (home / "lib").mkdir()
+    shutil.copy(build / "hip" / HIP_RUNTIME, home / "lib" / soname)
+    if link:
+        (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
+    return home
+
+
+def ids(report: doctor.Report) -> list[str]:
+    return [f.id for f in report.findings]
+
+
+def finding(report: doctor.Report, finding_id: str) -> doctor.Finding:
+    return next(f for f in report.findings if f.id == finding_id)
+
+
+def healthy(tmp_path: Path, build: Path, gpus: list[Gpu] | None = None) -> Path:
+    root = make_sysroot(tmp_path / "root", gpus)
+    add_rocm(root, build)
+    return root
+
+
+def test_healthy_rocm7_machine_has_no_findings(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build)
+    report = diagnose({}, root, library_of(build))
+    assert report.ok and ids(report) == [], report.findings
+    assert report.gpus[0]["library_code"] == "gfx9-4-generic"
+    assert report.rocm["installs"][0]["version"] == "7.0.2-56"
+    assert report.library["missing_dependencies"] == []
+
+
+def test_rocm_not_found(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, make_sysroot(tmp_path / "root"), library_of(build))
+    assert ids(report)[:2] == ["rocm-not-found", "library-dependency-missing"]
+    assert "libamdhip64.so.7" in finding(report, "library-dependency-missing").summary
+
+
+def test_rocm_major_mismatch(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "6.4.1", soname="libamdhip64.so.6")
+    report = diagnose({}, root, library_of(build))
+    mismatch = finding(report, "rocm-major-mismatch")
+    assert mismatch.severity == "error" and any("6.4.1" in e for e in mismatch.evidence)
+
+
+def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    home = add_rocm(root, build, link=False)  # /opt/rocm-7.0.2 only: RUNPATH /opt/rocm/lib misses it
+    report = diagnose({}, root, library_of(build))
+    assert ids(report) == ["library-dependency-missing"]
+    assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
+    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.0.2/lib"}, root, library_of(build)).ok
+
+
+def test_rocm_path_mismatch(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build)
+    (root / "opt" / "rocm-6.4.0" / "lib").mkdir(parents=True)
+    report = diagnose({"ROCM_PATH": "/opt/rocm-6.4.0"}, root, library_of(build))
+    assert ids(report) == ["rocm-path-mismatch"] and report.ok
+
+
+@pytest.mark.parametrize(
+    ("gpus", "severity", "fix_part"),
+    [
+        ([Gpu(GFX906)], "error", "built for this GPU"),
+        ([Gpu(GFX1031)], "error", "HSA_OVERRIDE_GFX_VERSION=10.3.0"),  # sibling gfx1030 is in the library
+        ([Gpu(GFX1100), Gpu(GFX906, drm_render_minor=129)], "warning", "HIP_VISIBLE_DEVICES=0"),
+    ],
+)
+def test_gpu_arch_not_in_library(tmp_path: Path, build: Path, gpus: list[Gpu], severity: str, fix_part: str) -> None:
+    report = diagnose({}, healthy(tmp_path, build, gpus), library_of(build))
+    uncovered = finding(report, "gpu-arch-not-in-library")
+    assert uncovered.severity == severity and fix_part in uncovered.fix
+    assert "gfx906" in uncovered.summary or "gfx1031" in uncovered.summary
+
+
+def test_hidden_unsupported_gpu_is_not_reported(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(GFX1100), Gpu(GFX906, drm_render_minor=129)])
+    assert diagnose({"HIP_VISIBLE_DEVICES": "0"}, root, library_of(build)).findings == []
+
+
+def test_hsa_override_judges_the_overridden_target(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(GFX906)])
+    report = diagnose({"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}, root, library_of(build))
+    assert ids(report) == ["hsa-override-gfx-version"] and report.ok
+    assert "gfx1100" in report.findings[0].summary
+    report = diagnose({"HSA_OVERRIDE_GFX_VERSION": "9.0.6"}, root, library_of(build))
+    assert ids(report) == ["gpu-arch-not-in-library", "hsa-override-gfx-version"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"JAX_PLATFORMS": "cpu"}, "jax-platforms-excludes-rocm"),
+        ({"HIP_VISIBLE_DEVICES": "-1"}, "visible-devices-hide-all"),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, "cuda-visible-devices-set"),
+        ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}, "xla-client-env-invalid"),
+    ],
+)
+def test_environment_findings(tmp_path: Path, build: Path, environ: dict[str, str], expected: str) -> None:
+    assert ids(diagnose(environ, healthy(tmp_path, build), library_of(build))) == [expected]
+
+
+def test_shm_too_small_with_two_gpus(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(), Gpu(drm_render_minor=129)])
+    (root / "proc").mkdir()
+    (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n")
+    report = diagnose({}, root, library_of(build))
+    assert ids(report) == ["shm-too-small"] and "64 MiB" in report.findings[0].summary
+    (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,size=16g 0 0\n")
+    assert diagnose({}, root, library_of(build)).findings == []
+
+
+def test_library_without_get_pjrt_api(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, healthy(tmp_path, build), build / "hip" / HIP_RUNTIME)
+    invalid = finding(report, "pjrt-library-invalid")
+    assert "exports no GetPjrtApi" in invalid.summary and not report.ok
+
+
+def write_distribution(site: Path, name: str, version: str, entry_points: str = "", files: str = "") -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    if entry_points:
+        (info / "entry_points.txt").write_text(entry_points)
+    (info / "RECORD").write_text(files)
+
+
+def test_conflicting_and_cuda_plugins(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    write_distribution(site, "jax-rocm60-plugin", "0.6.0", "[jax_plugins]\nxla_rocm60 = jax_plugins.xla_rocm60\n")
+    write_distribution(site, "jax-cuda12-plugin", "0.10.2", "[jax_plugins]\nxla_cuda12 = jax_plugins.xla_cuda12\n")
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert ids(report) == ["conflicting-rocm-plugin", "cuda-plugin-present"]
+    conflict = finding(report, "conflicting-rocm-plugin")
+    assert conflict.fix.startswith("pip uninstall jax-rocm60-plugin")
+    assert any("xla_rocm60" in e for e in conflict.evidence)
+
+
+def test_upstream_pjrt_wheel_is_a_conflict(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    record = "jax_plugins/xla_rocm7/__init__.py,,\njax_plugins/xla_rocm7/xla_rocm_plugin.so,,\n"
+    write_distribution(site, "jax-rocm7-pjrt", "0.10.2", "[jax_plugins]\nxla_rocm7 = jax_plugins.xla_rocm7\n", record)
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert "conflicting-rocm-plugin" in ids(report)
+
+
+def test_jaxlib_version_skew_from_distribution_metadata(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    write_distribution(site, "jaxlib", "0.10.1")
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert ids(report) == ["version-skew-jaxlib"] and "0.10.1" in report.findings[0].summary
+
+
+def test_pip_rocm_without_bitcode(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    (site / "_rocm_sdk_core" / "__init__.py").write_text("")
+    shutil.copy(build / "hip" / HIP_RUNTIME, site / "_rocm_sdk_core" / "lib" / HIP_RUNTIME)
+    write_distribution(site, "rocm-sdk-core", "7.13.0a20260415")
+    monkeypatch.syspath_prepend(str(site))
+    root = make_sysroot(tmp_path / "root")
+    report = diagnose({}, root, library_of(build))
+    assert "device-bitcode-missing" in ids(report)
+    assert "rocm-not-found" not in ids(report)  # ROCm from pip counts as an install
+    assert report.rocm["installs"][-1]["version"] == "7.13.0a20260415"
+
+
+def test_deep_probe_with_a_runtime_that_sees_a_gpu(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, healthy(tmp_path, build), library_of(build), deep=True)
+    assert report.ok and ids(report) == []
+    hip = report.rocm["hip"]
+    assert hip["ok"] and hip["hip"]["device_count"]["value"] == 1 and hip["pjrt"]["c_api_version"] == "0.81"
+
+
+def test_deep_probe_that_crashes_is_a_finding(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    home = add_rocm(root, build)
+    (home / "lib" / HIP_RUNTIME).unlink()
+    shutil.copy(library_of(build), home / "lib" / HIP_RUNTIME)  # an ELF object without hipInit
+    report = diagnose({}, root, None, deep=True)
+    assert "hip-probe-failed" in ids(report)
