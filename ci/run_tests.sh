@@ -10,6 +10,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements/test.txt
 
+# A real HIP runtime for the doctor's --deep tests: Debian's libamdhip64-5 (HIP 5.2) loads
+# without a GPU and answers hipErrorNoDevice. Installed only where we may (root + apt).
+if [ ! -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get install -y -q --no-install-recommends libamdhip64-5 >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends libamdhip64-5 >/dev/null; }
+fi
+
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.

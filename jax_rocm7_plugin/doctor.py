@@ -9,12 +9,10 @@ loader's warning.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jax_rocm7_plugin import client_options, coverage, environment, packages, runtime_checks, versions
 from jax_rocm7_plugin import findings as catalog
@@ -24,20 +22,20 @@ from jax_rocm7_plugin.gfx_targets import product_name
 from jax_rocm7_plugin.ld_resolve import DependencyReport
 from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, library_targets, locate_library
 from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine, shm_findings
+from jax_rocm7_plugin.packages import installed_version
 from jax_rocm7_plugin.rocm_install import RocmInstall
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 HIP_SONAME = runtime_checks.HIP_SONAME
 
 
-@dataclass
-class Report:
+class Report(NamedTuple):
     findings: list[Finding]
     gpus: list[dict[str, Any]]
     library: dict[str, Any]
     packages: dict[str, str | None]
     sysroot: str
-    rocm: dict[str, Any] = field(default_factory=dict)
+    rocm: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,18 +46,11 @@ class Report:
             "ok": self.ok,
             "findings": [f.to_json() for f in self.findings],
             "gpus": self.gpus,
-            "rocm": self.rocm,
+            "rocm": self.rocm or {},
             "library": self.library,
             "packages": self.packages,
             "sysroot": self.sysroot,
         }
-
-
-def installed_version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None, *, deep: bool = False) -> Report:
@@ -265,7 +256,7 @@ def render_text(report: Report) -> str:
     for gpu in report.gpus:
         product = f" {gpu['product']}" if gpu["product"] else ""
         lines.append(f"  gpu: KFD node {gpu['kfd_node']} {gpu['gfx_target'] or 'unknown'}{product}")
-    for install in report.rocm.get("installs", []):
+    for install in (report.rocm or {}).get("installs", []):
         runtimes = ", ".join(Path(p).name for p in install["hip_runtimes"]) or "no HIP runtime"
         lines.append(f"  rocm: {install['location']} ({install['source']}): {install['version'] or runtimes}")
     lines.append("  packages: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in report.packages.items()))

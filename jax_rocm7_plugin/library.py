@@ -11,8 +11,8 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.elf_header import shared_object_problem
@@ -25,8 +25,7 @@ PJRT_ENTRY_POINT = "GetPjrtApi"
 _RUNFILES_WORKSPACES = ("_main", "jax_rocm7")
 
 
-@dataclass(frozen=True)
-class LibraryChoice:
+class LibraryChoice(NamedTuple):
     path: Path
     source: str
     pjrt_version: str | None  # None when not from the jax-rocm7-pjrt wheel

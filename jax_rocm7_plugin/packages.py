@@ -1,16 +1,24 @@
 """Other jax plugins installed beside ours: conflicting ROCm loaders, and CUDA plugins.
 
-Read from the running interpreter's distribution metadata (importlib.metadata)
-and the `jax_plugins` namespace package, i.e. exactly what jax's plugin
-discovery will see. Nothing is imported.
+Read from the installed distributions' metadata directories (`*.dist-info`, and
+`*.egg-info` of development installs) on sys.path, and from the `jax_plugins`
+namespace package: exactly what jax's plugin discovery will see. Nothing is
+imported. importlib.metadata would give the same answers, but importing it
+costs ~43 ms (email, zipfile, inspect) and parsing every METADATA file ~40 ms
+more; the doctor's budget is 100 ms. Names and versions come from the directory
+names, as the wheel spec defines them ({name}-{version}.dist-info).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import configparser
 import importlib.util
+import os
 import pkgutil
 import re
+import sys
+from functools import cache
+from pathlib import Path
 from typing import NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
@@ -20,6 +28,13 @@ OUR_DISTRIBUTIONS = frozenset({"jax-rocm7-plugin", "jax-rocm7-pjrt"})
 OUR_PLUGIN_MODULE = "rocm7"  # jax_plugins.rocm7
 _ROCM_DISTRIBUTION = re.compile(r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm")
 _CUDA_DISTRIBUTION = re.compile(r"jax-cuda\d+-(plugin|pjrt)")
+_METADATA_DIR = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?\.(?:dist|egg)-info")
+
+
+class Distribution(NamedTuple):
+    name: str  # normalized: lower case, runs of -_. as "-"
+    version: str
+    path: Path  # its metadata directory
 
 
 class PluginInventory(NamedTuple):
@@ -29,30 +44,90 @@ class PluginInventory(NamedTuple):
     upstream_pjrt_files: tuple[str, ...]  # files of jax-rocm7-pjrt under jax_plugins/ (upstream's layout)
 
 
-def _normalize(name: str) -> str:
+def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _egg_info_version(path: Path) -> str | None:
+    try:
+        for line in (path / "PKG-INFO").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def installed_distributions() -> dict[str, Distribution]:
+    """Every distribution on sys.path; the first one found per name wins, as for imports."""
+    return _scan(tuple(sys.path))
+
+
+@cache
+def _scan(search_path: tuple[str, ...]) -> dict[str, Distribution]:
+    found: dict[str, Distribution] = {}
+    for entry in search_path:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            path = Path(entry or ".") / name
+            match = _METADATA_DIR.fullmatch(name)
+            if match is not None:
+                distribution, version = normalize(match["name"]), match["version"]
+            else:  # name.egg-info without a version in its name
+                distribution, version = normalize(name.rsplit(".", 1)[0]), _egg_info_version(path) or "unknown"
+            found.setdefault(distribution, Distribution(distribution, version, path))
+    return found
+
+
+def installed_version(distribution: str) -> str | None:
+    found = installed_distributions().get(normalize(distribution))
+    return found.version if found is not None else None
+
+
+def _entry_points(path: Path) -> list[tuple[str, str]]:
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep names' case
+    try:
+        parser.read(path / "entry_points.txt", encoding="utf-8")
+    except configparser.Error:
+        return []
+    if not parser.has_section("jax_plugins"):
+        return []
+    return [(name, value.strip()) for name, value in parser.items("jax_plugins")]
+
+
+def _record_files(path: Path) -> list[str]:
+    try:
+        lines = (path / "RECORD").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line.split(",", 1)[0] for line in lines if line]
+
+
 def inventory() -> PluginInventory:
-    distributions: dict[str, tuple[str, str]] = {}
+    distributions = installed_distributions()
     entry_points: list[tuple[str, str, str]] = []
+    for dist in distributions.values():
+        entry_points.extend((name, value, dist.name) for name, value in _entry_points(dist.path))
     upstream_files: list[str] = []
-    for dist in importlib.metadata.distributions():
-        name = _normalize(dist.metadata["Name"] or "")
-        if not name or name in distributions:
-            continue  # the first on sys.path wins, as for imports
-        location = str(getattr(dist, "_path", ""))
-        distributions[name] = (dist.version, location)
-        for entry in dist.entry_points:
-            if entry.group == "jax_plugins":
-                entry_points.append((entry.name, entry.value, name))
-        if name == "jax-rocm7-pjrt":
-            upstream_files.extend(str(f) for f in dist.files or () if str(f).startswith("jax_plugins/"))
+    pjrt = distributions.get("jax-rocm7-pjrt")
+    if pjrt is not None:
+        upstream_files = [f for f in _record_files(pjrt.path) if f.startswith("jax_plugins/")]
     spec = importlib.util.find_spec("jax_plugins")
     modules: list[str] = []
     if spec is not None and spec.submodule_search_locations:
         modules = sorted({m.name for m in pkgutil.iter_modules(list(spec.submodule_search_locations))})
-    return PluginInventory(distributions, tuple(entry_points), tuple(modules), tuple(upstream_files))
+    return PluginInventory(
+        {d.name: (d.version, str(d.path.parent)) for d in distributions.values()},
+        tuple(entry_points),
+        tuple(modules),
+        tuple(upstream_files),
+    )
 
 
 def plugin_findings(found: PluginInventory) -> list[Finding]:

@@ -111,12 +111,9 @@ def _pip_rocm() -> tuple[RocmInstall, Path] | None:
     found = find_pip_rocm()
     if found is None:
         return None
-    try:
-        import importlib.metadata
+    from jax_rocm7_plugin.packages import installed_version
 
-        version: str | None = importlib.metadata.version("rocm-sdk-core")
-    except importlib.metadata.PackageNotFoundError:
-        version = None
+    version = installed_version("rocm-sdk-core")
     runtimes = _hip_runtimes(found.root / "lib")
     return RocmInstall(f"pip: {found.root}", "pip", version, runtimes), found.root
 

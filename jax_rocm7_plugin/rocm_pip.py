@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 PIP_ROCM_MODULE = "_rocm_sdk_core"
 HIP_RUNTIME = "libamdhip64.so.7"
@@ -21,8 +21,7 @@ _BITCODE_DIRS = ("lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode", "amdgcn/bitco
 _LLD_DIRS = ("lib/llvm/bin", "llvm/bin", "bin")
 
 
-@dataclass(frozen=True)
-class PipRocm:
+class PipRocm(NamedTuple):
     root: Path
     bitcode_dir: Path | None  # holds ocml.bc
     lld_dir: Path | None  # holds ld.lld

@@ -13,8 +13,7 @@ time through struct sizes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -47,8 +46,7 @@ def pin_for(version: str) -> str:
     return f"=={release_str(version)}.*"
 
 
-@dataclass(frozen=True)
-class Skew:
+class Skew(NamedTuple):
     """A version conflict, phrased for the user."""
 
     kind: str  # "jaxlib" or "pjrt"

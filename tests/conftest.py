@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.native import fake_hip_runtime, pjrt_library_with_code_for
+from tests.sysroots import LIBRARY_TARGETS, bundle_for
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -93,3 +96,12 @@ def upstream_library() -> Path:
     partial.rename(target)
     wheels[0].unlink()
     return target
+
+
+@pytest.fixture(scope="session")
+def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fake HIP 7 runtime and a PJRT-shaped library that needs it and carries LIBRARY_TARGETS."""
+    directory = tmp_path_factory.mktemp("gpu-build")
+    hip = fake_hip_runtime(directory / "hip", devices=1)
+    pjrt_library_with_code_for(directory / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=hip.parent)
+    return directory

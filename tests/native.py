@@ -34,9 +34,10 @@ def compile_shared(
 
 
 def library_needing_missing_dependency(directory: Path) -> Path:
-    """libneeds.so with NEEDED libgone.so, which is deleted after linking."""
+    """libneeds.so (PJRT-shaped: it exports GetPjrtApi) with NEEDED libgone.so, deleted after linking."""
     gone = compile_shared(directory, "gone", "int gone(void) { return 1; }\n")
-    needs = compile_shared(directory, "needs", "int gone(void);\nint use(void) { return gone(); }\n", libs=["gone"])
+    source = "int gone(void);\nint use(void) { return gone(); }\nvoid* GetPjrtApi(void) { return 0; }\n"
+    needs = compile_shared(directory, "needs", source, libs=["gone"])
     gone.unlink()
     return needs
 

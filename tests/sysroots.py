@@ -7,8 +7,12 @@ access() them.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.bundles import compressed_bundle, plain_bundle
+from tests.native import HIP_RUNTIME
 
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 LIB_DIR = "lib/x86_64-linux-gnu"
@@ -93,3 +97,28 @@ def make_sysroot(
     if base_system:
         add_base_system(root)
     return root
+
+
+# A GPU build tree (see the `build` fixture): fake HIP 7 runtime + PJRT-shaped library.
+LIBRARY_TARGETS = ["gfx90a", "gfx9-4-generic", "gfx1030", "gfx11-generic"]
+
+
+def bundle_for(targets: list[str]) -> bytes:
+    ids = ["host-x86_64-unknown-linux-gnu-", *(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets)]
+    return compressed_bundle(plain_bundle(ids), 3)
+
+
+def library_of(build: Path) -> Path:
+    return build / "lib" / "libpjrt_gpu.so"
+
+
+def add_rocm(root: Path, build: Path, version: str = "7.0.2", *, link: bool = True, soname: str = HIP_RUNTIME) -> Path:
+    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it."""
+    home = root / "opt" / f"rocm-{version}"
+    (home / ".info").mkdir(parents=True)
+    (home / ".info" / "version").write_text(f"{version}-56\n")
+    (home / "lib").mkdir()
+    shutil.copy(build / "hip" / HIP_RUNTIME, home / "lib" / soname)
+    if link:
+        (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
+    return home

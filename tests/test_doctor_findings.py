@@ -9,42 +9,10 @@ import pytest
 
 from jax_rocm7_plugin import doctor
 from jax_rocm7_plugin.doctor import diagnose
-from tests.bundles import compressed_bundle, plain_bundle
-from tests.native import HIP_RUNTIME, fake_hip_runtime, pjrt_library_with_code_for
-from tests.sysroots import Gpu, make_sysroot
+from tests.native import HIP_RUNTIME
+from tests.sysroots import Gpu, add_rocm, library_of, make_sysroot
 
 GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
-LIBRARY_TARGETS = ["gfx90a", "gfx9-4-generic", "gfx1030", "gfx11-generic"]
-
-
-def bundle_for(targets: list[str]) -> bytes:
-    ids = ["host-x86_64-unknown-linux-gnu-", *(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets)]
-    return compressed_bundle(plain_bundle(ids), 3)
-
-
-@pytest.fixture(scope="module")
-def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fake HIP 7 runtime and a PJRT-shaped library that needs it and carries LIBRARY_TARGETS."""
-    directory = tmp_path_factory.mktemp("gpu-build")
-    hip = fake_hip_runtime(directory / "hip", devices=1)
-    pjrt_library_with_code_for(directory / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=hip.parent)
-    return directory
-
-
-def library_of(build: Path) -> Path:
-    return build / "lib" / "libpjrt_gpu.so"
-
-
-def add_rocm(root: Path, build: Path, version: str = "7.0.2", *, link: bool = True, soname: str = HIP_RUNTIME) -> Path:
-    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it."""
-    home = root / "opt" / f"rocm-{version}"
-    (home / ".info").mkdir(parents=True)
-    (home / ".info" / "version").write_text(f"{version}-56\n")
-    (home / "lib").mkdir()
-    shutil.copy(build / "hip" / HIP_RUNTIME, home / "lib" / soname)
-    if link:
-        (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
-    return home
 
 
 def ids(report: doctor.Report) -> list[str]:
