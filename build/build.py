@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """One CLI for building the jax-rocm7 wheel pair.
 
-    python build/build.py wheels [--pjrt-library PATH|released] [--output-dir DIR]
-                                 [--post N] [--only pjrt|plugin]
+    python build/build.py wheels [--pjrt-library PATH|released|bazel] [--output-dir DIR]
+                                 [--post N] [--only pjrt|plugin] [--dry-run]
+                                 [--amdgpu-targets gfx942,...] [--python-version 3.11]
+                                 [--xla-source DIR] [--jax-source DIR] [--rocm-clang]
 
-Where the native library comes from, in order: a Bazel build (on a ROCm 7 build
-host with bazelisk), an explicit --pjrt-library PATH, else `released`: the
-published jax-rocm7-pjrt==X.Y.Z wheel from the package index, re-packaged with
-that provenance recorded in build_info().
+Where the native library comes from: --pjrt-library PATH (an existing .so),
+`released` (the published jax-rocm7-pjrt==X.Y.Z wheel from the package index,
+re-packaged with that provenance recorded in build_info()), or `bazel` (XLA and
+JAX at the pinned commits, built on a ROCm 7 host with bazelisk; it also builds
+the extension modules the plugin wheel then carries). Without the option: `bazel`
+where bazelisk and ROCm 7 are found, else `released`. --dry-run prints the
+commands and runs nothing.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from build import bazel_build  # noqa: E402
 from jax_rocm7_plugin.elf_header import shared_object_problem  # noqa: E402
 from jax_rocm7_plugin.version import JAX_RELEASE  # noqa: E402
 
@@ -91,17 +97,18 @@ def sha256_file(path: Path) -> str:
 # ---------------------------------------------------------------- library sources
 
 
-def bazel_build_host() -> str | None:
-    """Why this is (not) a Bazel build host: None when bazelisk/bazel and ROCm 7 are present."""
-    bazel = shutil.which("bazelisk") or shutil.which("bazel")
-    rocm = Path(os.environ.get("ROCM_PATH", "/opt/rocm"))
-    version_file = rocm / ".info" / "version"
-    rocm_version = version_file.read_text().strip() if version_file.is_file() else None
-    if bazel is None:
-        return "no bazelisk or bazel on PATH"
-    if rocm_version is None or not rocm_version.startswith("7."):
-        return f"no ROCm 7 at {rocm} (found {rocm_version or 'nothing'})"
-    return None
+def released_download_command(release: str, cache: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(cache),
+        f"jax-rocm7-pjrt=={release}",
+    ]
 
 
 def fetch_released(release: str, progress: Progress) -> tuple[zipfile.ZipFile, str, dict[str, Any]]:
@@ -112,18 +119,7 @@ def fetch_released(release: str, progress: Progress) -> tuple[zipfile.ZipFile, s
     wheels = sorted(cache.glob(pattern))
     if not wheels:
         progress.step(f"downloading jax-rocm7-pjrt=={release} from the package index into {cache}")
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--dest",
-            str(cache),
-            f"jax-rocm7-pjrt=={release}",
-        ]
-        if subprocess.run(command).returncode != 0:
+        if subprocess.run(released_download_command(release, cache)).returncode != 0:
             raise BuildError(
                 f"could not download jax-rocm7-pjrt=={release}; check the package index or pass --pjrt-library PATH"
             )
@@ -197,9 +193,8 @@ def library_build_info(path: Path, progress: Progress) -> dict[str, Any]:
 # ---------------------------------------------------------------- wheels
 
 
-def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
-    before = set(output_dir.glob("*.whl"))
-    command = [
+def setup_command(script: str, work: Path, output_dir: Path) -> list[str]:
+    return [
         sys.executable,
         str(REPO / script),
         "--quiet",
@@ -215,6 +210,11 @@ def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
         "--dist-dir",
         str(output_dir),
     ]
+
+
+def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
+    before = set(output_dir.glob("*.whl"))
+    command = setup_command(script, work, output_dir)
     env = {**os.environ, "JAX_ROCM_STAGING": str(staging)}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -233,7 +233,94 @@ def stage_common(staging: Path, readme_name: str, readme: str) -> None:
     (staging / readme_name).write_text(readme, encoding="utf-8")
 
 
-def build_pjrt_wheel(args: argparse.Namespace, version: str, output_dir: Path, progress: Progress) -> Path:
+class Source(NamedTuple):
+    """Where the PJRT library (and the extension modules) come from."""
+
+    kind: str  # "path", "released" or "bazel"
+    path: Path | None = None  # the library, for "path" (and "bazel" once built)
+    toolchain: bazel_build.Toolchain | None = None
+    extensions: tuple[Path, ...] = ()
+    provenance: dict[str, Any] | None = None
+
+
+def resolve_source(args: argparse.Namespace, progress: Progress) -> Source:
+    choice = args.pjrt_library
+    if choice in (None, "bazel"):
+        toolchain = bazel_build.find_toolchain(os.environ)
+        if isinstance(toolchain, bazel_build.Toolchain):
+            return Source("bazel", toolchain=toolchain)
+        if choice == "bazel":
+            raise BuildError(
+                f"{toolchain}. Without them, package an existing library: --pjrt-library PATH, "
+                "or --pjrt-library released for the published jax-rocm7-pjrt library"
+            )
+        progress.step(f"not a Bazel build host ({toolchain}): using the released library")
+        return Source("released")
+    if choice == "released":
+        return Source("released")
+    path = Path(choice)
+    if not path.is_file():
+        raise BuildError(f"--pjrt-library {choice}: no such file")
+    problem = shared_object_problem(path)
+    if problem is not None:
+        raise BuildError(f"--pjrt-library {choice}: {problem}")
+    return Source("path", path=path)
+
+
+def bazel_options(args: argparse.Namespace) -> bazel_build.BazelOptions:
+    return bazel_build.BazelOptions(
+        amdgpu_targets=args.amdgpu_targets,
+        python_version=args.python_version,
+        xla_source=args.xla_source,
+        jax_source=args.jax_source,
+        extensions=args.only != "pjrt",
+        rocm_clang=args.rocm_clang,
+    )
+
+
+def run_bazel(source: Source, options: bazel_build.BazelOptions, progress: Progress) -> Source:
+    """Build the targets, then ask Bazel where the outputs are."""
+    assert source.toolchain is not None
+    command = bazel_build.build_command(source.toolchain, options)
+    progress.step("$ " + bazel_build.shell_line(command))
+    if subprocess.run(command, cwd=REPO, check=False).returncode != 0:
+        raise BuildError("the Bazel build failed (its output is above)")
+    query = bazel_build.outputs_command(source.toolchain, options)
+    done = subprocess.run(query, cwd=REPO, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BuildError(f"bazel cquery failed: {done.stderr.strip().splitlines()[-1:]}")
+    library, extensions = bazel_build.split_outputs(done.stdout.splitlines())
+    if library is None or not library.is_file():
+        raise BuildError(f"Bazel reported no {LIBRARY_NAME} among its outputs")
+    return source._replace(
+        path=library,
+        extensions=tuple(extensions),
+        provenance=bazel_build.provenance(source.toolchain, options),
+    )
+
+
+def dry_run(args: argparse.Namespace, source: Source, version: str, output_dir: Path) -> int:
+    """Print what `wheels` would run, one command per line, and run none of it."""
+    print(f"# source: {source.kind}; wheels {version} into {output_dir}")
+    if source.kind == "bazel":
+        assert source.toolchain is not None
+        options = bazel_options(args)
+        print(f"# ROCm {source.toolchain.rocm_version} at {source.toolchain.rocm_path}")
+        print("$ " + bazel_build.shell_line(bazel_build.build_command(source.toolchain, options)))
+        print("$ " + bazel_build.shell_line(bazel_build.outputs_command(source.toolchain, options)))
+    elif source.kind == "released":
+        print("$ " + bazel_build.shell_line(released_download_command(args.release, CACHE_DIR / "released")))
+    for script, wanted in (("setup_pjrt.py", "pjrt"), ("setup_plugin.py", "plugin")):
+        if args.only in (None, wanted):
+            work = Path("<tmp>")
+            command = ["env", f"JAX_ROCM_STAGING={work / 'staging'}", *setup_command(script, work, output_dir)]
+            print("$ " + bazel_build.shell_line(command))
+    return 0
+
+
+def build_pjrt_wheel(
+    args: argparse.Namespace, source: Source, version: str, output_dir: Path, progress: Progress
+) -> Path:
     with tempfile.TemporaryDirectory(prefix="jax-rocm7-pjrt-") as tmp:
         staging = Path(tmp) / "staging"
         package = staging / "jax_rocm7_pjrt"
@@ -241,35 +328,20 @@ def build_pjrt_wheel(args: argparse.Namespace, version: str, output_dir: Path, p
         shutil.copy2(REPO / "pjrt" / "jax_rocm7_pjrt" / "__init__.py", package / "__init__.py")
         library = package / LIBRARY_NAME
 
-        source = args.pjrt_library
-        if source is None:
-            why_not_bazel = bazel_build_host()
-            if why_not_bazel is None:
-                raise BuildError(
-                    "bazelisk and ROCm 7 are present, but the Bazel build of the library is not wired "
-                    "into build.py yet; pass --pjrt-library PATH or --pjrt-library released"
-                )
-            progress.step(f"not a Bazel build host ({why_not_bazel}): using the released library")
-            source = "released"
-
-        if source == "released":
+        if source.kind == "released":
             archive, member, provenance = fetch_released(args.release, progress)
             with archive, archive.open(member) as handle:
                 size = archive.getinfo(member).file_size
                 progress.step(f"extracting {member} ({size / 1e6:.0f} MB)")
                 digest = copy_and_hash(handle, library, size, progress.bytes_callback("extract", size))
         else:
-            path = Path(source)
-            if not path.is_file():
-                raise BuildError(f"--pjrt-library {source}: no such file")
-            problem = shared_object_problem(path)
-            if problem is not None:
-                raise BuildError(f"--pjrt-library {source}: {problem}")
+            path = source.path
+            assert path is not None
             size = path.stat().st_size
             progress.step(f"copying {path} ({size / 1e6:.0f} MB)")
             with open(path, "rb") as handle:
                 digest = copy_and_hash(handle, library, size, progress.bytes_callback("copy", size))
-            provenance = {"kind": "path", "path": str(path.resolve())}
+            provenance = source.provenance or {"kind": "path", "path": str(path.resolve())}
         os.chmod(library, 0o755)
 
         info = {
@@ -297,12 +369,17 @@ def _plugin_sources() -> Iterator[tuple[Path, Path]]:
                 yield path, path.relative_to(REPO)
 
 
-def build_plugin_wheel(args: argparse.Namespace, version: str, output_dir: Path, progress: Progress) -> Path:
+def build_plugin_wheel(
+    args: argparse.Namespace, extensions: tuple[Path, ...], version: str, output_dir: Path, progress: Progress
+) -> Path:
     with tempfile.TemporaryDirectory(prefix="jax-rocm7-plugin-") as tmp:
         staging = Path(tmp) / "staging"
         for source, relative in _plugin_sources():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, staging / relative)
+        for module in extensions:  # built by Bazel: the wheel becomes cpXY-cpXY-manylinux
+            progress.step(f"adding extension module {module.name}")
+            shutil.copy2(module, staging / "jax_rocm7_plugin" / module.name)
         stamp_version(staging / "jax_rocm7_plugin" / "version.py", version)
         build = {"version": version, "release": args.release, "rocm_version": "7.x"}
         (staging / "plugin_build.json").write_text(json.dumps(build, indent=2) + "\n", encoding="utf-8")
@@ -341,14 +418,40 @@ def wheels_command(args: argparse.Namespace) -> int:
     version = args.release + (f".post{args.post}" if args.post is not None else "")
     output_dir = Path(args.output_dir).resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
+    source = resolve_source(args, progress)
+    if args.dry_run:
+        return dry_run(args, source, version, output_dir)
+    if source.kind == "bazel":
+        source = run_bazel(source, bazel_options(args), progress)
     built = []
     if args.only in (None, "pjrt"):
-        built.append(build_pjrt_wheel(args, version, output_dir, progress))
+        built.append(build_pjrt_wheel(args, source, version, output_dir, progress))
     if args.only in (None, "plugin"):
-        built.append(build_plugin_wheel(args, version, output_dir, progress))
+        built.append(build_plugin_wheel(args, source.extensions, version, output_dir, progress))
     for wheel in built:
         print(wheel)
     return 0
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    try:
+        return bazel_build.parse_targets(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _python_version(text: str) -> str:
+    try:
+        return bazel_build.check_python_version(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _directory(text: str) -> Path:
+    path = Path(text).resolve()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a directory")
+    return path
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -357,9 +460,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wheels = commands.add_parser("wheels", help="build jax-rocm7-pjrt and jax-rocm7-plugin wheels")
     wheels.add_argument(
         "--pjrt-library",
-        metavar="PATH|released",
-        help="the PJRT .so to package, or 'released' for the published jax-rocm7-pjrt library",
+        metavar="PATH|released|bazel",
+        help="the PJRT .so to package, 'released' for the published jax-rocm7-pjrt library, or 'bazel' "
+        "to build it (default: bazel where bazelisk and ROCm 7 are found, else released)",
     )
+    wheels.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    wheels.add_argument(
+        "--amdgpu-targets",
+        type=_targets,
+        default=bazel_build.DEFAULT_AMDGPU_TARGETS,
+        metavar="gfxA,gfxB",
+        help="GPU targets the Bazel build compiles for (default: " + ",".join(bazel_build.DEFAULT_AMDGPU_TARGETS) + ")",
+    )
+    wheels.add_argument(
+        "--python-version",
+        type=_python_version,
+        default=f"{sys.version_info.major}.{sys.version_info.minor}",
+        help="Python the extension modules are built for (default: this interpreter's)",
+    )
+    wheels.add_argument("--xla-source", type=_directory, metavar="DIR", help="build XLA from this checkout")
+    wheels.add_argument("--jax-source", type=_directory, metavar="DIR", help="build JAX from this checkout")
+    wheels.add_argument("--rocm-clang", action="store_true", help="compile host code with ROCm's clang")
     wheels.add_argument("--output-dir", default=str(REPO / "dist"), help="where wheels go (default: dist/)")
     wheels.add_argument("--post", type=int, metavar="N", help="version the wheels X.Y.Z.postN")
     wheels.add_argument("--only", choices=("pjrt", "plugin"), help="build just one of the two wheels")

@@ -17,6 +17,17 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 ] && [ "$(id -u)" = 0 ] && 
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends libamdhip64-5 >/dev/null; }
 fi
 
+# buildifier lints the Bazel files; the npm registry ships its binaries (pinned, checked).
+BUILDIFIER_VERSION=8.2.1
+BUILDIFIER_SHA256=6ceb7b0ab7cf66fceccc56a027d21d9cc557a7f34af37d2101edb56b92fcfa1a
+if ! echo "$BUILDIFIER_SHA256  .tools/buildifier" | sha256sum -c --status 2>/dev/null && command -v npm >/dev/null; then
+  mkdir -p .tools/npm
+  (cd .tools/npm && npm pack --silent "@bazel/buildifier@$BUILDIFIER_VERSION" >/dev/null 2>&1 \
+    && tar -xzf "bazel-buildifier-$BUILDIFIER_VERSION.tgz" package/buildifier-linux_amd64) \
+    && cp .tools/npm/package/buildifier-linux_amd64 .tools/buildifier && chmod +x .tools/buildifier
+  echo "$BUILDIFIER_SHA256  .tools/buildifier" | sha256sum -c --quiet
+fi
+
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.

@@ -1,0 +1,178 @@
+"""The Bazel path of `build.py wheels`: find the toolchain, compose the commands, find the outputs.
+
+Pure functions over the environment and the repository's files, so the commands a
+ROCm build host would run are tested here, where no Bazel 7 or ROCm 7 exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parent.parent
+PJRT_TARGET = "//pjrt:xla_rocm_plugin.so"
+EXTENSIONS_TARGET = "//jaxlib_rocm:extension_modules"
+# What the published 0.10.x library covers, as explicit processors: MI100, MI200, MI300, MI350,
+# RX 6800-6900, RX 7900/7800/7600, Strix Halo, RX 9060/9070. Override with --amdgpu-targets.
+DEFAULT_AMDGPU_TARGETS = (
+    "gfx908",
+    "gfx90a",
+    "gfx942",
+    "gfx950",
+    "gfx1030",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1151",
+    "gfx1200",
+    "gfx1201",
+)
+REQUIRED_ROCM_MAJOR = 7
+_TARGET = re.compile(r"gfx[0-9]{1,2}[0-9a-f]{2}|gfx[0-9]+(-[0-9]+)*-generic")
+_PYTHON = re.compile(r"3\.\d{1,2}")
+
+
+class Toolchain(NamedTuple):
+    bazel: str  # bazelisk (preferred: it honours .bazelversion) or bazel
+    rocm_path: Path
+    rocm_version: str
+
+
+class BazelOptions(NamedTuple):
+    amdgpu_targets: tuple[str, ...] = DEFAULT_AMDGPU_TARGETS
+    python_version: str = f"{sys.version_info.major}.{sys.version_info.minor}"
+    xla_source: Path | None = None
+    jax_source: Path | None = None
+    extensions: bool = True  # also build jaxlib's ROCm extension modules
+    rocm_clang: bool = False  # host code with ROCm's clang (.bazelrc config rocm_clang)
+
+
+def read_rocm_version(rocm_path: Path) -> str | None:
+    """`<ROCm>/.info/version` as AMD's packages write it ("7.0.2-56" -> "7.0.2")."""
+    try:
+        text = (rocm_path / ".info" / "version").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    match = re.match(r"\d+\.\d+(\.\d+)?", text)
+    return match.group(0) if match else None
+
+
+def find_toolchain(environ: Mapping[str, str], which: Callable[[str], str | None] = shutil.which) -> Toolchain | str:
+    """The Bazel launcher and a ROCm 7 install, or one sentence saying what is missing."""
+    bazel = which("bazelisk") or which("bazel")
+    rocm_path = Path(environ.get("ROCM_PATH") or "/opt/rocm")
+    version = read_rocm_version(rocm_path)
+    missing = []
+    if bazel is None:
+        missing.append("bazelisk (or bazel 7) on PATH")
+    if version is None:
+        missing.append(f"ROCm 7 at {rocm_path} (no .info/version; set ROCM_PATH)")
+    elif int(version.split(".")[0]) != REQUIRED_ROCM_MAJOR:
+        missing.append(f"ROCm 7 at {rocm_path} (found ROCm {version})")
+    if missing:
+        return "the Bazel build needs " + " and ".join(missing)
+    assert bazel is not None and version is not None
+    return Toolchain(bazel, rocm_path, version)
+
+
+def parse_targets(text: str) -> tuple[str, ...]:
+    """`gfx942,gfx1100` -> ("gfx942", "gfx1100"); ValueError names a bad entry."""
+    targets = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    bad = [t for t in targets if not _TARGET.fullmatch(t)]
+    if bad or not targets:
+        raise ValueError(f"not AMDGPU targets: {', '.join(bad) or '(empty)'} (expected e.g. gfx942,gfx1100)")
+    return targets
+
+
+def check_python_version(version: str) -> str:
+    if not _PYTHON.fullmatch(version):
+        raise ValueError(f"--python-version must be like 3.11, got {version!r}")
+    return version
+
+
+def configs(options: BazelOptions) -> list[str]:
+    return ["rocm", *(["rocm_clang"] if options.rocm_clang else [])]
+
+
+def targets(options: BazelOptions) -> list[str]:
+    return [PJRT_TARGET, *([EXTENSIONS_TARGET] if options.extensions else [])]
+
+
+def common_flags(toolchain: Toolchain, options: BazelOptions) -> list[str]:
+    flags = [f"--config={name}" for name in configs(options)]
+    flags += [
+        f"--repo_env=ROCM_PATH={toolchain.rocm_path}",
+        f"--action_env=TF_ROCM_AMDGPU_TARGETS={','.join(options.amdgpu_targets)}",
+        f"--repo_env=HERMETIC_PYTHON_VERSION={options.python_version}",
+    ]
+    for module, source in (("xla", options.xla_source), ("jax", options.jax_source)):
+        if source is not None:
+            flags.append(f"--override_module={module}={source}")
+    return flags
+
+
+def build_command(toolchain: Toolchain, options: BazelOptions) -> list[str]:
+    return [toolchain.bazel, "build", *common_flags(toolchain, options), *targets(options)]
+
+
+def outputs_command(toolchain: Toolchain, options: BazelOptions) -> list[str]:
+    """Asks Bazel where the built files are (same flags, so the same configuration)."""
+    return [toolchain.bazel, "cquery", *common_flags(toolchain, options), "--output=files", *targets(options)]
+
+
+def split_outputs(lines: Sequence[str], repo: Path = REPO) -> tuple[Path | None, list[Path]]:
+    """(the PJRT library, the extension modules) among cquery's output paths."""
+    library = None
+    extensions = []
+    for line in lines:
+        path = Path(line.strip())
+        if not line.strip() or path.suffix != ".so":
+            continue
+        path = path if path.is_absolute() else repo / path
+        if path.name == "xla_rocm_plugin.so":
+            library = path
+        else:
+            extensions.append(path)
+    return library, extensions
+
+
+def module_pins(module_file: Path = REPO / "MODULE.bazel") -> dict[str, str]:
+    """The top-level string constants of MODULE.bazel (JAX_COMMIT, XLA_COMMIT, ...)."""
+    tree = ast.parse(module_file.read_text(encoding="utf-8"), filename=str(module_file))
+    pins: dict[str, str] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            pins[node.targets[0].id] = node.value.value
+    return pins
+
+
+def shell_line(command: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(part) for part in command)
+
+
+def provenance(toolchain: Toolchain, options: BazelOptions) -> dict[str, object]:
+    pins = module_pins()
+    return {
+        "kind": "bazel",
+        "jax_commit": str(options.jax_source) if options.jax_source else pins.get("JAX_COMMIT"),
+        "xla_commit": str(options.xla_source) if options.xla_source else pins.get("XLA_COMMIT"),
+        "rocm_path": str(toolchain.rocm_path),
+        "rocm_version": toolchain.rocm_version,
+        "amdgpu_targets_requested": list(options.amdgpu_targets),
+        "command": shell_line(build_command(toolchain, options)),
+        "host": os.uname().nodename,
+    }
