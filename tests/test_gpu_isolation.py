@@ -37,8 +37,11 @@ def run_suite(tmp_path: Path, *pytest_args: str, **env: str) -> dict[str, dict[s
         (suite / f"test_{index}.py").write_text(TEST)
     reports = tmp_path / "reports"
     reports.mkdir()
+    # Not inherited: our own xdist worker's id (when this suite runs under -n) and GPU settings.
     environ = {
-        k: v for k, v in os.environ.items() if not k.endswith("VISIBLE_DEVICES") and k != "JAX_ENABLE_ROCM_XDIST"
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("VISIBLE_DEVICES") and k != "JAX_ENABLE_ROCM_XDIST" and not k.startswith("PYTEST_XDIST")
     }
     environ.update(REPORT_DIR=str(reports), PYTHONPATH=str(REPO), **env)
     done = subprocess.run(
