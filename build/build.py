@@ -212,10 +212,31 @@ def setup_command(script: str, work: Path, output_dir: Path) -> list[str]:
     ]
 
 
+def source_date_epoch() -> str | None:
+    """SOURCE_DATE_EPOCH as given, else the time of the checkout's HEAD commit (same source, same wheel)."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given:
+        return given
+    done = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=REPO, capture_output=True, text=True)
+    stamp = done.stdout.strip()
+    return stamp if done.returncode == 0 and stamp.isdigit() else None
+
+
+def normalize_modes(staging: Path) -> None:
+    """Modes as a fresh checkout would have them, whatever the umask: 755 for .so, 644 else."""
+    for path in staging.rglob("*"):
+        if path.is_file():
+            path.chmod(0o755 if path.suffix == ".so" else 0o644)
+
+
 def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
     before = set(output_dir.glob("*.whl"))
     command = setup_command(script, work, output_dir)
+    normalize_modes(staging)
     env = {**os.environ, "JAX_ROCM_STAGING": str(staging)}
+    epoch = source_date_epoch()
+    if epoch is not None:  # zip entry times (setuptools reads it); order is sorted already
+        env["SOURCE_DATE_EPOCH"] = epoch
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise BuildError(f"{script} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
@@ -428,9 +449,13 @@ def wheels_command(args: argparse.Namespace) -> int:
         built.append(build_pjrt_wheel(args, source, version, output_dir, progress))
     if args.only in (None, "plugin"):
         built.append(build_plugin_wheel(args, source.extensions, version, output_dir, progress))
+    status = 0
+    if not args.skip_check:
+        progress.step("checking the wheels (build.py check)")
+        status = check_command(built)
     for wheel in built:
         print(wheel)
-    return 0
+    return status
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -454,9 +479,27 @@ def _directory(text: str) -> Path:
     return path
 
 
+def check_command(wheels: list[Path]) -> int:
+    """One line per problem (`WHEEL: problem`), or `WHEEL: ok`; exit 1 when any wheel has a problem."""
+    from build.wheel_check import check_wheel
+
+    bad = 0
+    for wheel in wheels:
+        problems = check_wheel(wheel)
+        for problem in problems:
+            print(f"{wheel.name}: {problem}")
+        if problems:
+            bad += 1
+        else:
+            print(f"{wheel.name}: ok")
+    return 1 if bad else 0
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="build/build.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="check wheels: tags, RECORD, policy, exports, RUNPATH, pins")
+    check.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
     wheels = commands.add_parser("wheels", help="build jax-rocm7-pjrt and jax-rocm7-plugin wheels")
     wheels.add_argument(
         "--pjrt-library",
@@ -465,6 +508,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "to build it (default: bazel where bazelisk and ROCm 7 are found, else released)",
     )
     wheels.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    wheels.add_argument(
+        "--skip-check",
+        action="store_true",
+        help="do not run `check` on the built wheels (for stand-in libraries that are not ROCm builds)",
+    )
     wheels.add_argument(
         "--amdgpu-targets",
         type=_targets,
@@ -491,6 +539,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"jax release the wheels serve (default {JAX_RELEASE}, from jax_rocm7_plugin/version.py)",
     )
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return args
     if args.post is not None and args.post < 0:
         parser.error("--post must be a non-negative integer")
     from packaging.version import InvalidVersion, Version
@@ -505,6 +555,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.command == "check":
+        missing = [str(w) for w in args.wheels if not w.is_file()]
+        if missing:
+            print(f"build.py: error: no such wheel: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        return check_command(args.wheels)
     try:
         return wheels_command(args)
     except BuildError as error:

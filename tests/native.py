@@ -70,7 +70,15 @@ const char* hipGetErrorName(int code) {{ return code == 0 ? names[0] : names[1];
     return compile_shared(directory, "hip", source, flags=[f"-Wl,-soname,{name}"], output_name=name)
 
 
-def pjrt_library_with_code_for(directory: Path, fatbin: bytes, *, hip_dir: Path | None = None) -> Path:
+def pjrt_library_with_code_for(
+    directory: Path,
+    fatbin: bytes,
+    *,
+    hip_dir: Path | None = None,
+    runpath: Sequence[str] = ("/opt/rocm/lib",),
+    extra_exports: Sequence[str] = (),
+    needs: Sequence[str] = (),
+) -> Path:
     """A PJRT-shaped library (GetPjrtApi, C API 0.81) whose .hip_fatbin section holds `fatbin`.
 
     With `hip_dir`, it links against the libamdhip64.so.7 there (NEEDED), with RUNPATH /opt/rocm/lib.
@@ -84,8 +92,9 @@ struct api {{ size_t struct_size; void* ext; struct version v; }};
 static struct api the_api = {{ 984, 0, {{ 24, 0, 0, 81 }} }};
 int hipInit(unsigned);
 const struct api* GetPjrtApi(void) {{ {"hipInit(0);" if hip_dir else ""} return &the_api; }}
-"""
-    flags = ["-Wl,--enable-new-dtags", "-Wl,-rpath,/opt/rocm/lib"] if hip_dir else []
-    libs = [f":{HIP_RUNTIME}"] if hip_dir else []
+""" + "".join(f"int {name}(void) {{ return 0; }}\n" for name in extra_exports)
+    flags = ["-Wl,--enable-new-dtags", "-Wl,-rpath," + ":".join(runpath)] if hip_dir else []
+    flags.append("-Wl,--no-as-needed")  # keep NEEDED entries whose symbols the stub does not use
+    libs = ([f":{HIP_RUNTIME}"] if hip_dir else []) + [f":{name}" for name in needs]
     link_dirs = [hip_dir] if hip_dir else []
     return compile_shared(directory, "pjrt_gpu", source, libs=libs, link_dirs=link_dirs, flags=flags)

@@ -1,0 +1,254 @@
+"""What a packager can trust about our wheels: `build.py check WHEEL...`, one line per problem.
+
+Both wheels: file name, WHEEL tags and METADATA agree; RECORD lists every file with
+the right sha256 and size; license files are there; the summary names the ROCm
+version. jax-rocm7-pjrt: tag py3-none-manylinux_2_28_x86_64, and auditwheel's
+manylinux_2_28 policy holds with the host's ROCm libraries excluded (and none of
+them bundled); the library exports GetPjrtApi only; its RUNPATH reaches both a
+pip-installed ROCm next to the package and /opt/rocm/lib. jax-rocm7-plugin: the
+jax_plugins entry point resolves to a module with initialize(); it pins
+jax-rocm7-pjrt==X.Y.Z.*; its tag matches whether it carries extension modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import configparser
+import hashlib
+import posixpath
+import re
+import tempfile
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+PJRT = "jax-rocm7-pjrt"
+PLUGIN = "jax-rocm7-plugin"
+PJRT_TAG = Tag("py3", "none", "manylinux_2_28_x86_64")
+LIBRARY_MEMBER = "jax_rocm7_pjrt/xla_rocm_plugin.so"
+POLICY = "manylinux_2_28_x86_64"
+ENTRY_POINT = ("rocm7", "jax_plugins.rocm7")
+# Libraries ROCm installs: the host (or ROCm from pip) provides them; a wheel must not.
+ROCM_LIBRARY = re.compile(
+    r"lib(amdhip64|hiprtc(-builtins)?|rccl|hipblas(lt)?|hipfft|hipsolver|hipsparse(lt)?|hiprand|MIOpen|rocblas|"
+    r"rocsolver|rocsparse|rocfft|rocrand|rocm_smi64|rocprofiler[\w-]*|roctx64|roctracer64|hsa-runtime64|"
+    r"amd_comgr|rocm-core|numa|drm(_amdgpu)?|elf)\.so(\.\d+)*"
+)
+# Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
+PIP_ROCM_DIRS = re.compile(r"(_rocm_sdk_core|_rocm_sdk_libraries[\w-]*|rocm)/lib")
+# Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
+# export them whatever the version script says; they are addresses, not an interface.
+_SECTION_BOUND = re.compile(r"__(start|stop)_[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_wheel(path: Path) -> list[str]:
+    """Every problem found in one wheel (empty when it is good)."""
+    try:
+        name, version, _build, tags = parse_wheel_filename(path.name)
+    except Exception as error:  # noqa: BLE001 - packaging raises several types for bad names
+        return [f"file name is not a wheel name: {error}"]
+    try:
+        archive = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as error:
+        return [f"not a readable zip archive: {error}"]
+    with archive:
+        problems = _common(archive, str(name), version, set(tags))
+        if name == PJRT:
+            problems += _pjrt(archive, path, set(tags))
+        elif name == PLUGIN:
+            problems += _plugin(archive, version, set(tags))
+        else:
+            problems.append(f"not one of our wheels ({name})")
+    return problems
+
+
+def _dist_info(archive: zipfile.ZipFile) -> str | None:
+    roots = {n.split("/", 1)[0] for n in archive.namelist() if n.split("/", 1)[0].endswith(".dist-info")}
+    return next(iter(roots)) if len(roots) == 1 else None
+
+
+def _common(archive: zipfile.ZipFile, name: str, version: Version, tags: set[Tag]) -> list[str]:
+    problems: list[str] = []
+    info = _dist_info(archive)
+    if info is None:
+        return ["no single *.dist-info directory"]
+    names = set(archive.namelist())
+    wheel = Parser().parsestr(archive.read(f"{info}/WHEEL").decode()) if f"{info}/WHEEL" in names else None
+    if wheel is None:
+        problems.append("WHEEL file missing")
+    else:
+        declared = {t for line in wheel.get_all("Tag", []) for t in _tags(line)}
+        if declared != tags:
+            problems.append(f"WHEEL declares tags {sorted(map(str, declared))}, the file name {sorted(map(str, tags))}")
+    if f"{info}/METADATA" not in names:
+        return [*problems, "METADATA missing"]
+    metadata = Parser().parsestr(archive.read(f"{info}/METADATA").decode())
+    if canonicalize_name(metadata.get("Name", "")) != name or Version(metadata.get("Version", "0")) != version:
+        problems.append(
+            f"METADATA says {metadata.get('Name')} {metadata.get('Version')}, the file name {name} {version}"
+        )
+    problems += _record(archive, info)
+    licenses = [n for n in names if n.startswith(f"{info}/licenses/") and not n.endswith("/")]
+    declared_licenses = metadata.get_all("License-File", [])
+    if not licenses:
+        problems.append("no license file in the wheel")
+    for declared in declared_licenses:
+        if f"{info}/licenses/{declared}" not in names:
+            problems.append(f"METADATA names license file {declared}, which the wheel lacks")
+    summary = metadata.get("Summary", "")
+    if not re.search(r"ROCm \d+(\.\d+|\.x)", summary) or "unknown" in summary.lower():
+        problems.append(f"the summary does not name the ROCm version: {summary!r}")
+    return problems
+
+
+def _tags(text: str) -> set[Tag]:
+    interpreter, abi, platform = text.strip().split("-")
+    return {Tag(i, a, p) for i in interpreter.split(".") for a in abi.split(".") for p in platform.split(".")}
+
+
+def _record(archive: zipfile.ZipFile, info: str) -> list[str]:
+    record_name = f"{info}/RECORD"
+    if record_name not in archive.namelist():
+        return ["RECORD missing"]
+    problems: list[str] = []
+    listed: set[str] = set()
+    for line in archive.read(record_name).decode().splitlines():
+        if not line.strip():
+            continue
+        member, digest, size = [*line.rsplit(",", 2), "", ""][:3]
+        listed.add(member)
+        if member == record_name:
+            continue
+        try:
+            data = archive.read(member)
+        except KeyError:
+            problems.append(f"RECORD lists {member}, which the wheel lacks")
+            continue
+        algorithm, _, expected = digest.partition("=")
+        actual = base64.urlsafe_b64encode(hashlib.new(algorithm or "sha256", data).digest()).rstrip(b"=").decode()
+        if algorithm != "sha256" or actual != expected or size != str(len(data)):
+            problems.append(f"RECORD entry for {member} does not match its contents")
+    unlisted = [n for n in archive.namelist() if not n.endswith("/") and n not in listed]
+    problems.extend(f"{member} is not in RECORD" for member in unlisted)
+    return problems
+
+
+def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
+    problems: list[str] = []
+    if tags != {PJRT_TAG}:
+        problems.append(f"tag is {sorted(map(str, tags))}, expected {PJRT_TAG}")
+    bundled = [n for n in archive.namelist() if ROCM_LIBRARY.fullmatch(posixpath.basename(n))]
+    problems.extend(f"bundles ROCm library {n}: ROCm comes from the host or from pip" for n in bundled)
+    if LIBRARY_MEMBER not in archive.namelist():
+        return [*problems, f"{LIBRARY_MEMBER} is missing"]
+    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+
+    with tempfile.TemporaryDirectory() as directory:
+        library = Path(archive.extract(LIBRARY_MEMBER, directory))
+        try:
+            facts = read_dynamic(library)
+        except ElfError as error:
+            return [*problems, f"{LIBRARY_MEMBER} is not a readable ELF object: {error}"]
+    exports = [e for e in facts.exports if not _SECTION_BOUND.fullmatch(e)]
+    if exports != ["GetPjrtApi"]:
+        shown = ", ".join(exports[:6]) + (f" (+{len(exports) - 6} more)" if len(exports) > 6 else "")
+        problems.append(f"the library must export GetPjrtApi only; it exports {shown or 'nothing'}")
+    problems += _runpath(facts.runpath or facts.rpath)
+    problems += _policy(path, facts.needed)
+    return problems
+
+
+def _runpath(entries: tuple[str, ...]) -> list[str]:
+    problems = []
+    here = posixpath.dirname(LIBRARY_MEMBER)
+    pip_dirs = [
+        e
+        for e in entries
+        if e.startswith("$ORIGIN") and PIP_ROCM_DIRS.fullmatch(posixpath.normpath(here + e[len("$ORIGIN") :]))
+    ]
+    if not pip_dirs:
+        problems.append(
+            "RUNPATH has no $ORIGIN entry reaching a pip-installed ROCm next to the package "
+            f"(e.g. $ORIGIN/../_rocm_sdk_core/lib); it is {':'.join(entries) or 'empty'}"
+        )
+    if "/opt/rocm/lib" not in entries:
+        problems.append("RUNPATH lacks /opt/rocm/lib")
+    return problems
+
+
+def _policy(path: Path, needed: tuple[str, ...]) -> list[str]:
+    """auditwheel's verdict for manylinux_2_28 with the host's ROCm libraries excluded."""
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+    from auditwheel.wheel_abi import analyze_wheel_abi
+
+    excluded = frozenset(n for n in needed if ROCM_LIBRARY.fullmatch(n))
+    try:
+        info = analyze_wheel_abi(
+            Libc.GLIBC, Architecture.x86_64, path, excluded, disable_isa_ext_check=True, allow_graft=False
+        )
+    except Exception as error:  # noqa: BLE001 - auditwheel raises its own error types per failure
+        return [f"auditwheel could not analyze the wheel: {error}"]
+    problems = []
+    target = next(p for p in info.policies if p.name == POLICY)
+    if info.overall_policy.priority < target.priority:
+        problems.append(f"auditwheel: the wheel needs {info.overall_policy.name}, newer than {POLICY}")
+    for member, references in info.full_external_refs.items():
+        outside = sorted(references[POLICY].libs) if POLICY in references else []
+        if outside:
+            problems.append(f"auditwheel: {member} needs {', '.join(outside)}, outside {POLICY} and not ROCm's")
+    return problems
+
+
+def _plugin(archive: zipfile.ZipFile, version: Version, tags: set[Tag]) -> list[str]:
+    problems: list[str] = []
+    info = _dist_info(archive)
+    assert info is not None
+    names = set(archive.namelist())
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    if f"{info}/entry_points.txt" in names:
+        parser.read_string(archive.read(f"{info}/entry_points.txt").decode())
+    entry = parser.get("jax_plugins", ENTRY_POINT[0], fallback=None)
+    if entry != ENTRY_POINT[1]:
+        problems.append(f"entry point jax_plugins:{ENTRY_POINT[0]} is {entry!r}, expected {ENTRY_POINT[1]!r}")
+    else:
+        module = ENTRY_POINT[1].replace(".", "/") + "/__init__.py"
+        if module not in names:
+            problems.append(f"entry point {ENTRY_POINT[1]} does not resolve: {module} is missing")
+        elif not _defines_initialize(archive.read(module).decode()):
+            problems.append(f"entry point {ENTRY_POINT[1]} has no initialize() for jax to call")
+    metadata = Parser().parsestr(archive.read(f"{info}/METADATA").decode())
+    release = ".".join(str(p) for p in (*version.release, 0, 0)[:3])
+    pins = [
+        Requirement(r) for r in metadata.get_all("Requires-Dist", []) if canonicalize_name(Requirement(r).name) == PJRT
+    ]
+    if [str(p.specifier) for p in pins] != [f"=={release}.*"]:
+        problems.append(f"must require {PJRT}=={release}.*, requires {[str(p) for p in pins] or 'nothing'}")
+    extensions = [n for n in names if n.startswith("jax_rocm7_plugin/") and n.endswith(".so")]
+    if not extensions and tags != {Tag("py3", "none", "any")}:
+        problems.append(f"carries no extension modules, so its tag must be py3-none-any, not {sorted(map(str, tags))}")
+    if extensions:
+        good = len(tags) == 1 and (t := next(iter(tags))).interpreter == t.abi and t.interpreter.startswith("cp")
+        if not good or t.platform != POLICY:
+            problems.append(
+                f"carries extension modules, so its tag must be cpXY-cpXY-{POLICY}, not {sorted(map(str, tags))}"
+            )
+    return problems
+
+
+def _defines_initialize(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.FunctionDef) and node.name == "initialize" for node in tree.body) or any(
+        isinstance(node, ast.ImportFrom) and any((alias.asname or alias.name) == "initialize" for alias in node.names)
+        for node in tree.body
+    )
