@@ -16,6 +16,8 @@ mkdir -p dist && cp "$OUT"/*.whl dist/
 
 echo "== installing jax 0.10.2 with the pair =="
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q "jax==0.10.2" "jaxlib==0.10.2" "$OUT"/*.whl
+# A rerun builds wheels of the same version: replace what an earlier run installed.
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q --force-reinstall --no-deps "$OUT"/*.whl
 
 echo "== what the doctor says about this machine =="
 "$VENV/bin/jax-rocm-doctor" || true
