@@ -18,10 +18,21 @@ import pytest
 from build import bazel_build
 from jax_rocm7_plugin.loader import EXTENSION_MODULES
 from tests.conftest import REPO, require
-from tests.native import compile_shared, fake_pjrt_library
+from tests.native import compile_shared, fake_hip_runtime, pjrt_library_with_code_for
 from tests.starlark import STARLARK_FILES, bazelrc_configs, evaluate_build, label_parts
+from tests.sysroots import bundle_for
 
 BUILDIFIER = Path(os.environ.get("BUILDIFIER", REPO / ".tools" / "buildifier"))
+
+
+def build_file_runpath() -> tuple[str, ...]:
+    """The RUNPATH pjrt/BUILD links into xla_rocm_plugin.so ($$ is Bazel's escape for $)."""
+    linkopts = evaluate_build(REPO / "pjrt" / "BUILD")["xla_rocm_plugin.so"]["linkopts"]
+    option = next(o for o in linkopts if o.startswith("-Wl,-rpath,"))
+    return tuple(option[len("-Wl,-rpath,") :].replace("$$", "$").split(":"))
+
+
+PJRT_RUNPATH = build_file_runpath()  # so `check` is tested against what the Bazel build produces
 TOOLCHAIN = bazel_build.Toolchain("/usr/local/bin/bazelisk", Path("/opt/rocm-7.0.2"), "7.0.2")
 
 
@@ -204,7 +215,10 @@ def test_missing_toolchain_is_one_clear_sentence(tmp_path: Path) -> None:
 def test_bazel_outputs_become_the_wheel_pair(tmp_path: Path) -> None:
     """The Bazel path end to end with a stand-in bazelisk: its outputs land in the right wheels."""
     outputs = tmp_path / "bazel-bin"
-    library = fake_pjrt_library(outputs / "build", 0, 81)
+    hip = fake_hip_runtime(tmp_path / "hip", devices=1)
+    library = pjrt_library_with_code_for(  # shaped like pjrt/BUILD's output, so build.py's check passes
+        outputs / "build", bundle_for(["gfx942"]), hip_dir=hip.parent, runpath=PJRT_RUNPATH
+    )
     shutil.copy(library, outputs / "xla_rocm_plugin.so")
     solver = compile_shared(outputs, "solver", "int PyInit__solver(void) { return 0; }\n", output_name="_solver.so")
     env = fake_build_host(tmp_path, [outputs / "xla_rocm_plugin.so", solver])
