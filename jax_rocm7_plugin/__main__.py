@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     root = args.sysroot if args.sysroot is not None else sysroot(os.environ)
     if not root.is_dir():
         parser.error(f"--sysroot {root}: not a directory")
-    report = doctor_module.diagnose(os.environ, root, args.library, deep=args.deep)
+    try:
+        report = doctor_module.diagnose(os.environ, root, args.library, deep=args.deep)
+    except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
+        report = doctor_module.internal_error(error, root)
     print(doctor_module.render_json(report) if args.json else doctor_module.render_text(report))
     return 0 if report.ok else 1
 

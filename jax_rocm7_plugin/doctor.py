@@ -113,6 +113,17 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     return Report(most_severe_first(found), gpus, library_info, report_packages, str(root), rocm)
 
 
+def internal_error(error: Exception, root: Path) -> Report:
+    """The report when a probe fails in a way none of the findings foresee."""
+    finding = Finding(
+        "doctor-internal-error",
+        "error",
+        f"the doctor failed unexpectedly ({type(error).__name__}: {error})",
+        "report this at the project's issue tracker with the command you ran",
+    )
+    return Report([finding], [], {"found": False}, {"jax-rocm7-plugin": PLUGIN_VERSION}, str(root))
+
+
 def _library(choice: LibraryChoice, found: list[Finding]) -> tuple[DynamicInfo | None, dict[str, Any]]:
     info: dict[str, Any] = {
         "found": True,

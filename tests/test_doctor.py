@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tests.e2e import clean_env
 from tests.sysroots import make_sysroot
@@ -57,3 +59,20 @@ def test_sysroot_from_environment(tmp_path: Path, standin_library: Path) -> None
 def test_usage_error(tmp_path: Path) -> None:
     done = doctor("--sysroot", str(tmp_path / "missing"))
     assert done.returncode == 2 and "not a directory" in done.stderr
+
+
+def test_unforeseen_probe_failure_is_a_finding_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jax_rocm7_plugin import __main__ as cli
+    from jax_rocm7_plugin import doctor as doctor_module
+
+    def explode(*_: object, **__: object) -> None:
+        raise RuntimeError("probe exploded")
+
+    monkeypatch.setattr(doctor_module, "diagnose", explode)
+    status = cli.main(["doctor", "--json", "--sysroot", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 1 and report["ok"] is False
+    assert [f["id"] for f in report["findings"]] == ["doctor-internal-error"]
+    assert "probe exploded" in report["findings"][0]["summary"]
