@@ -18,7 +18,7 @@ OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
 
 
 class GpuCoverage(NamedTuple):
-    position: int  # index among the KFD GPUs, as HIP_VISIBLE_DEVICES counts them
+    position: int  # the index HIP_VISIBLE_DEVICES names this GPU by
     node_index: int
     own_target: str | None
     effective_target: str | None  # after HSA_OVERRIDE_GFX_VERSION
@@ -26,13 +26,13 @@ class GpuCoverage(NamedTuple):
 
 
 def gpu_coverage(
-    gpus: Sequence[tuple[int, str | None]], library_targets: Collection[str], environ: Mapping[str, str]
+    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str], environ: Mapping[str, str]
 ) -> list[GpuCoverage]:
-    """`gpus`: (KFD node index, gfx target) of each GPU, in topology order."""
+    """`gpus`: (HIP_VISIBLE_DEVICES index, KFD node index, gfx target) of each GPU HIP will use."""
     override = override_target(environ.get(OVERRIDE_VARIABLE, "")) if environ.get(OVERRIDE_VARIABLE) else None
     targets = frozenset(library_targets)
     result = []
-    for position, (node, target) in enumerate(gpus):
+    for position, node, target in gpus:
         effective = override or target
         covered = covering_target(effective, targets) if effective else None
         result.append(GpuCoverage(position, node, target, effective, covered))
@@ -61,7 +61,7 @@ def override_findings(environ: Mapping[str, str]) -> list[Finding]:
 
 
 def coverage_findings(
-    gpus: Sequence[tuple[int, str | None]], library_targets: Collection[str] | None, environ: Mapping[str, str]
+    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str] | None, environ: Mapping[str, str]
 ) -> list[Finding]:
     """gpu-arch-not-in-library: an error when no GPU is covered, a warning when some are not."""
     if not gpus or not library_targets:

@@ -80,7 +80,8 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     targets = library_info.get("amdgpu_targets")
     visible_gpus = [state.topology.gpus[i] for i in visible]
     found.extend(coverage.override_findings(env))
-    found.extend(coverage.coverage_findings([(g.index, g.gfx_target) for g in visible_gpus], targets, env))
+    hip_gpus = [(index, g.index, g.gfx_target) for index, g in environment.hip_view(env, state.topology.gpus)]
+    found.extend(coverage.coverage_findings(hip_gpus, targets, env))
 
     runtime = runtime_checks.runtime_state(
         choice.path if isinstance(choice, LibraryChoice) and facts is not None else None,
@@ -236,7 +237,7 @@ def _gpus(
     nodes = state.topology.gpus
     covered = {
         c.node_index: c.covered_by
-        for c in coverage.gpu_coverage([(n.index, n.gfx_target) for n in nodes], targets or (), env)
+        for c in coverage.gpu_coverage([(i, n.index, n.gfx_target) for i, n in enumerate(nodes)], targets or (), env)
     }
     return [
         {

@@ -86,6 +86,14 @@ def visible_selection(environ: Mapping[str, str], gpus: Sequence[KfdNode]) -> tu
     return applied, remaining
 
 
+def hip_view(environ: Mapping[str, str], gpus: Sequence[KfdNode]) -> list[tuple[int, KfdNode]]:
+    """The GPUs HIP will use, each with the index HIP_VISIBLE_DEVICES knows it by: its place among ROCr's GPUs."""
+    _, visible = visible_selection(environ, gpus)
+    rocr_only = {ROCR_VISIBLE: environ[ROCR_VISIBLE]} if ROCR_VISIBLE in environ else {}
+    _, rocr = visible_selection(rocr_only, gpus)
+    return [(rocr.index(position), gpus[position]) for position in visible]
+
+
 def visible_device_findings(environ: Mapping[str, str], gpus: Sequence[KfdNode]) -> list[Finding]:
     if not gpus:
         return []

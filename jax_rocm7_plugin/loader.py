@@ -109,7 +109,9 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     targets = library_targets(library)
     blocking = blocked(
         coverage.override_findings(environ)
-        + coverage.coverage_findings([(gpus[i].index, gpus[i].gfx_target) for i in visible], targets, environ)
+        + coverage.coverage_findings(
+            [(index, g.index, g.gfx_target) for index, g in environment.hip_view(environ, gpus)], targets, environ
+        )
     )
     if blocking is not None:
         return blocking

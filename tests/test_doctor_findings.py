@@ -194,3 +194,11 @@ def test_deep_probe_that_crashes_is_a_finding(tmp_path: Path, build: Path) -> No
     shutil.copy(library_of(build), home / "lib" / HIP_RUNTIME)  # an ELF object without hipInit
     report = diagnose({}, root, None, deep=True)
     assert "hip-probe-failed" in ids(report)
+
+
+def test_hide_fix_counts_within_rocr_selection(tmp_path: Path, build: Path) -> None:
+    """With ROCR_VISIBLE_DEVICES=1,2 HIP numbers those GPUs 0 and 1: the fix must use HIP's numbers."""
+    gpus = [Gpu(GFX906), Gpu(GFX906, drm_render_minor=129), Gpu(GFX1100, drm_render_minor=130)]
+    report = diagnose({"ROCR_VISIBLE_DEVICES": "1,2"}, healthy(tmp_path, build, gpus), library_of(build))
+    uncovered = finding(report, "gpu-arch-not-in-library")
+    assert uncovered.severity == "warning" and uncovered.fix == "hide it from HIP: HIP_VISIBLE_DEVICES=1"
