@@ -21,7 +21,7 @@ from __future__ import annotations
 import glob
 import os
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -89,6 +89,16 @@ def _read_conf(root: Path, conf: str, dirs: list[str], depth: int) -> None:
             directory = entry.split("=", 1)[0]
             if directory.startswith("/"):
                 dirs.append(directory.rstrip("/") or "/")
+
+
+def ld_library_path(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """LD_LIBRARY_PATH's absolute entries (ld.so would read empty or relative ones against the cwd)."""
+    return tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/"))
+
+
+def search_dirs(environ: Mapping[str, str], conf_dirs: Sequence[str]) -> list[str]:
+    """Machine directories ld.so searches for any object, in order: LD_LIBRARY_PATH, ld.so.conf, defaults."""
+    return list(dict.fromkeys([*ld_library_path(environ), *conf_dirs, *DEFAULT_DIRS]))
 
 
 class _SearchContext(NamedTuple):
@@ -161,14 +171,18 @@ def resolve_dependencies(
     environ: Mapping[str, str],
     *,
     preloaded: frozenset[str] | None = None,
+    conf_dirs: Sequence[str] | None = None,
 ) -> DependencyReport:
-    """The dependency closure of `objects` as ld.so would resolve it; every missing name listed."""
+    """The dependency closure of `objects` as ld.so would resolve it; every missing name listed.
+
+    `conf_dirs`: ld_so_conf_dirs(root), when the caller has read it already.
+    """
     from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
 
     context = _SearchContext(
         root=root,
-        ld_library_path=tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")),
-        conf_dirs=tuple(ld_so_conf_dirs(root)),
+        ld_library_path=ld_library_path(environ),
+        conf_dirs=tuple(ld_so_conf_dirs(root) if conf_dirs is None else conf_dirs),
         preloaded=loaded_in_this_process() if preloaded is None else preloaded,
     )
     found: dict[str, Path] = {}

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.ld_resolve import DEFAULT_DIRS, DependencyReport, ld_so_conf_dirs, resolve_dependencies
+from jax_rocm7_plugin.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
 from jax_rocm7_plugin.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
 
 HIP_SONAME = "libamdhip64.so.7"
@@ -30,13 +30,6 @@ def extension_modules() -> list[Path]:
     return sorted(Path(__file__).resolve().parent.glob("*.so"))
 
 
-def loader_dirs(root: Path, environ: Mapping[str, str]) -> list[str]:
-    """Machine directories the dynamic loader searches for any object: LD_LIBRARY_PATH, ld.so.conf, defaults."""
-    dirs = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")]
-    dirs += ld_so_conf_dirs(root) + list(DEFAULT_DIRS)
-    return list(dict.fromkeys(dirs))
-
-
 def runtime_state(
     library: Path | None,
     needed: Sequence[str] | None,
@@ -45,13 +38,14 @@ def runtime_state(
     environ: Mapping[str, str],
 ) -> RuntimeState:
     """`needed`: the library's DT_NEEDED names (None when unknown); ROCm is judged only if it needs HIP."""
-    installs = find_rocm_installs(root, environ, loader_dirs(root, environ))
+    conf_dirs = ld_so_conf_dirs(root)
+    installs = find_rocm_installs(root, environ, search_dirs(environ, conf_dirs))
     found: list[Finding] = []
     if needed is None or any(name.startswith("libamdhip64.so.") for name in needed):
         found.extend(rocm_findings(installs, environ))
     dependencies = None
     if library is not None:
-        dependencies = resolve_dependencies([library, *extensions], root, environ)
+        dependencies = resolve_dependencies([library, *extensions], root, environ, conf_dirs=conf_dirs)
         found.extend(dependency_findings(dependencies, installs))
         found.extend(rocm_path_findings(environ, dependencies, root))
     return RuntimeState(installs, dependencies, found)
