@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from jax_rocm7_plugin import client_options, coverage, environment, packages, runtime_checks, versions
 from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.elf_dynamic import DynamicInfo, ElfError, read_dynamic
 from jax_rocm7_plugin.findings import Finding, most_severe_first
 from jax_rocm7_plugin.gfx_targets import product_name
 from jax_rocm7_plugin.ld_resolve import DependencyReport
@@ -65,15 +64,13 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     found.extend(environment.visible_device_findings(env, state.topology.gpus))
 
     choice = locate_library(env)
-    facts: DynamicInfo | None = None
-    library_info: dict[str, Any] = {"found": False}
+    library = choice if isinstance(choice, LibraryChoice) else None
     if isinstance(choice, Finding):
         found.append(choice)
-    else:
-        facts, library_info = _library(choice, found)
+    library_info: dict[str, Any] = _library(library) if library is not None else {"found": False}
 
     jaxlib = installed_version("jaxlib")
-    pjrt_version = choice.pjrt_version if isinstance(choice, LibraryChoice) else None
+    pjrt_version = library.pjrt_version if library is not None else None
     found.extend(versions.version_findings(PLUGIN_VERSION, jaxlib, pjrt_version))
     found.extend(client_options.env_findings(env))
 
@@ -84,8 +81,8 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     found.extend(coverage.coverage_findings(hip_gpus, targets, env))
 
     runtime = runtime_checks.runtime_state(
-        choice.path if isinstance(choice, LibraryChoice) and facts is not None else None,
-        facts.needed if facts is not None else None,
+        library.path if library is not None else None,
+        library.dynamic.needed if library is not None and library.dynamic is not None else None,
         runtime_checks.extension_modules(),
         root,
         env,
@@ -102,7 +99,7 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
 
     rocm: dict[str, Any] = {"installs": [_install_json(i) for i in installs], "hip": None}
     if deep:
-        rocm["hip"] = _deep(found, installs, dependencies, choice if isinstance(choice, LibraryChoice) else None)
+        rocm["hip"] = _deep(found, installs, dependencies, library)
 
     report_packages = {
         "jax-rocm7-plugin": PLUGIN_VERSION,
@@ -125,25 +122,19 @@ def internal_error(error: Exception, root: Path) -> Report:
     return Report([finding], [], {"found": False}, {"jax-rocm7-plugin": PLUGIN_VERSION}, str(root))
 
 
-def _library(choice: LibraryChoice, found: list[Finding]) -> tuple[DynamicInfo | None, dict[str, Any]]:
-    info: dict[str, Any] = {
+def _library(choice: LibraryChoice) -> dict[str, Any]:
+    """The report's `library` object; locate_library has checked it is a readable PJRT plugin."""
+    assert choice.dynamic is not None
+    return {
         "found": True,
         "path": str(choice.path),
         "source": choice.source,
         "version": choice.pjrt_version,
+        "needed": list(choice.dynamic.needed),
+        "runpath": list(choice.dynamic.runpath),
+        "exports": list(choice.dynamic.exports),
+        "amdgpu_targets": library_targets(choice),
     }
-    try:
-        facts = read_dynamic(choice.path)
-    except (ElfError, OSError) as error:
-        found.append(catalog.pjrt_library_invalid(f"{choice.path} is not a readable ELF object: {error}", ()))
-        return None, info
-    info.update(
-        needed=list(facts.needed),
-        runpath=list(facts.runpath),
-        exports=list(facts.exports),
-        amdgpu_targets=library_targets(choice),
-    )
-    return facts, info
 
 
 def _pip_rocm_findings(env: Mapping[str, str]) -> list[Finding]:

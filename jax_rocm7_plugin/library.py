@@ -12,11 +12,14 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.elf_header import shared_object_problem
 from jax_rocm7_plugin.findings import Finding
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.elf_dynamic import DynamicInfo
 
 LIBRARY_ENV = "JAX_ROCM_PJRT_LIBRARY"
 LIBRARY_NAME = "xla_rocm_plugin.so"
@@ -29,6 +32,7 @@ class LibraryChoice(NamedTuple):
     path: Path
     source: str
     pjrt_version: str | None  # None when not from the jax-rocm7-pjrt wheel
+    dynamic: DynamicInfo | None = None  # its NEEDED, RUNPATH and exports, read once when it was chosen
 
 
 def locate_library(environ: Mapping[str, str]) -> LibraryChoice | Finding:
@@ -76,17 +80,17 @@ def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
     from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
 
     try:
-        exports = read_dynamic(choice.path).exports
+        dynamic = read_dynamic(choice.path)
     except (ElfError, OSError) as error:
         return catalog.pjrt_library_invalid(
             f"{choice.path} is not a readable ELF object: {error}", (f"library chosen from {choice.source}",)
         )
-    if PJRT_ENTRY_POINT not in exports:
+    if PJRT_ENTRY_POINT not in dynamic.exports:
         return catalog.pjrt_library_invalid(
             f"{choice.path} is not a PJRT plugin: it exports no {PJRT_ENTRY_POINT}",
-            (f"exports: {', '.join(exports[:8]) or 'none'}", f"library chosen from {choice.source}"),
+            (f"exports: {', '.join(dynamic.exports[:8]) or 'none'}", f"library chosen from {choice.source}"),
         )
-    return choice
+    return choice._replace(dynamic=dynamic)
 
 
 def library_targets(choice: LibraryChoice) -> list[str] | None:

@@ -141,7 +141,7 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
         c_api = pjrt_api.read_c_api_version(library)
     except pjrt_api.LibraryLoadError as error:
         if error.missing:
-            return _runtime_cause(path, root, environ) or catalog.library_dependency_missing(
+            return _runtime_cause(plan.library, root, environ) or catalog.library_dependency_missing(
                 f"the PJRT library needs {error.missing}, which the dynamic loader cannot find",
                 (str(error), f"library: {path}"),
             )
@@ -160,16 +160,13 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
     return plan._replace(c_api_version=str(c_api))
 
 
-def _runtime_cause(path: Path, root: Path, environ: Mapping[str, str]) -> Finding | None:
+def _runtime_cause(library: LibraryChoice, root: Path, environ: Mapping[str, str]) -> Finding | None:
     """Why dlopen failed, as the doctor says it: no ROCm 7, else every missing library."""
-    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
     from jax_rocm7_plugin.runtime_checks import extension_modules, runtime_state
 
-    try:
-        needed: tuple[str, ...] | None = read_dynamic(path, exports=False).needed
-    except (ElfError, OSError):
-        needed = None
-    return first_blocking(runtime_state(path, needed, extension_modules(), root, environ).findings)
+    needed = library.dynamic.needed if library.dynamic is not None else None
+    state = runtime_state(library.path, needed, extension_modules(), root, environ)
+    return first_blocking(state.findings)
 
 
 def initialize() -> None:
