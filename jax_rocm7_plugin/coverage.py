@@ -8,11 +8,15 @@ We say so before that happens.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.findings import Finding
 from jax_rocm7_plugin.gfx_targets import covering_target, describe, override_suggestion, override_target
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.machine import MachineState
 
 OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
 
@@ -57,6 +61,25 @@ def override_findings(environ: Mapping[str, str]) -> list[Finding]:
             f"{OVERRIDE_VARIABLE}={value} makes ROCm treat every GPU as {target}; coverage is judged for {target}",
             (f"{OVERRIDE_VARIABLE}={value!r}",),
         )
+    ]
+
+
+def gpu_findings(
+    environ: Mapping[str, str], state: MachineState, library_targets: Collection[str] | None, root: Path
+) -> list[Finding]:
+    """Once the library is known: the override, code for each GPU HIP will use, and shared memory for them.
+
+    The loader and the doctor both run exactly this, so they judge the same GPUs the same way.
+    """
+    from jax_rocm7_plugin.environment import hip_view
+    from jax_rocm7_plugin.machine import shm_findings
+
+    view = hip_view(environ, state.topology.gpus)
+    usable = {gpu.node_index for gpu in state.usable_gpus}
+    return [
+        *override_findings(environ),
+        *coverage_findings([(index, node.index, node.gfx_target) for index, node in view], library_targets, environ),
+        *shm_findings(root, sum(1 for _, node in view if node.index in usable)),
     ]
 
 

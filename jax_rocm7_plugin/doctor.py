@@ -20,7 +20,7 @@ from jax_rocm7_plugin.findings import Finding, most_severe_first
 from jax_rocm7_plugin.gfx_targets import product_name
 from jax_rocm7_plugin.ld_resolve import DependencyReport
 from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, library_targets, locate_library
-from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine, shm_findings
+from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine
 from jax_rocm7_plugin.packages import installed_version
 from jax_rocm7_plugin.rocm_install import RocmInstall
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
@@ -75,10 +75,7 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     found.extend(client_options.env_findings(env))
 
     targets = library_info.get("amdgpu_targets")
-    visible_gpus = [state.topology.gpus[i] for i in visible]
-    found.extend(coverage.override_findings(env))
-    hip_gpus = [(index, g.index, g.gfx_target) for index, g in environment.hip_view(env, state.topology.gpus)]
-    found.extend(coverage.coverage_findings(hip_gpus, targets, env))
+    found.extend(coverage.gpu_findings(env, state, targets, root))
 
     runtime = runtime_checks.runtime_state(
         library.path if library is not None else None,
@@ -94,8 +91,6 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     found.extend(_pip_rocm_findings(env))
 
     found.extend(packages.plugin_findings(packages.inventory()))
-    usable_nodes = {g.node_index for g in state.usable_gpus}
-    found.extend(shm_findings(root, sum(1 for g in visible_gpus if g.index in usable_nodes)))
 
     rocm: dict[str, Any] = {"installs": [_install_json(i) for i in installs], "hip": None}
     if deep:

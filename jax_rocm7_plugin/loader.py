@@ -76,7 +76,6 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     from jax_rocm7_plugin import coverage, environment, versions
     from jax_rocm7_plugin.client_options import rocm_client_options
     from jax_rocm7_plugin.library import library_targets, locate_library
-    from jax_rocm7_plugin.machine import shm_findings
 
     warnings: list[Finding] = []
 
@@ -84,8 +83,7 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
         warnings.extend(f for f in found if not f.blocks_rocm)
         return first_blocking(found)
 
-    gpus = state.topology.gpus
-    blocking = blocked(environment.visible_device_findings(environ, gpus))
+    blocking = blocked(environment.visible_device_findings(environ, state.topology.gpus))
     if blocking is not None:
         return blocking
 
@@ -105,18 +103,9 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     if isinstance(options, Finding):
         return options
 
-    _, visible = environment.visible_selection(environ, gpus)
-    targets = library_targets(library)
-    blocking = blocked(
-        coverage.override_findings(environ)
-        + coverage.coverage_findings(
-            [(index, g.index, g.gfx_target) for index, g in environment.hip_view(environ, gpus)], targets, environ
-        )
-    )
+    blocking = blocked(coverage.gpu_findings(environ, state, library_targets(library), root))
     if blocking is not None:
         return blocking
-    usable_nodes = {g.node_index for g in state.usable_gpus}
-    warnings.extend(shm_findings(root, sum(1 for i in visible if gpus[i].index in usable_nodes)))
 
     plan = Plan(library=library, options=options, warnings=tuple(warnings))
     if not load:
