@@ -54,12 +54,11 @@ class BazelOptions(NamedTuple):
 
 
 def read_rocm_version(rocm_path: Path) -> str | None:
-    """`<ROCm>/.info/version` as AMD's packages write it ("7.0.2-56" -> "7.0.2")."""
-    try:
-        text = (rocm_path / ".info" / "version").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    match = re.match(r"\d+\.\d+(\.\d+)?", text)
+    """The release in `<ROCm>/.info/version` ("7.0.2-56" -> "7.0.2")."""
+    from jax_rocm7_plugin.rocm_install import read_version_file
+
+    text = read_version_file(rocm_path)
+    match = re.match(r"\d+\.\d+(\.\d+)?", text) if text else None
     return match.group(0) if match else None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import base64
-import configparser
 import hashlib
 import posixpath
 import re
@@ -211,11 +210,10 @@ def _plugin(archive: zipfile.ZipFile, version: Version, tags: set[Tag]) -> list[
     info = _dist_info(archive)
     assert info is not None
     names = set(archive.namelist())
-    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    if f"{info}/entry_points.txt" in names:
-        parser.read_string(archive.read(f"{info}/entry_points.txt").decode())
-    entry = parser.get("jax_plugins", ENTRY_POINT[0], fallback=None)
+    from jax_rocm7_plugin.packages import jax_plugin_entry_points
+
+    text = archive.read(f"{info}/entry_points.txt").decode() if f"{info}/entry_points.txt" in names else ""
+    entry = dict(jax_plugin_entry_points(text)).get(ENTRY_POINT[0])
     if entry != ENTRY_POINT[1]:
         problems.append(f"entry point jax_plugins:{ENTRY_POINT[0]} is {entry!r}, expected {ENTRY_POINT[1]!r}")
     else:

@@ -64,12 +64,16 @@ def xla_client_env_problems(environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
+def _evidence(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The XLA client variables that are set, as evidence lines."""
+    return tuple(f"{name}={environ[name]!r}" for name in XLA_CLIENT_VARIABLES if name in environ)
+
+
 def env_findings(environ: Mapping[str, str]) -> list[Finding]:
     problems = xla_client_env_problems(environ)
     if not problems:
         return []
-    evidence = tuple(f"{name}={environ[name]!r}" for name in XLA_CLIENT_VARIABLES if name in environ)
-    return [catalog.xla_client_env_invalid("; ".join(problems), evidence)]
+    return [catalog.xla_client_env_invalid("; ".join(problems), _evidence(environ))]
 
 
 def rocm_client_options(environ: Mapping[str, str]) -> dict[str, Any] | Finding:
@@ -87,7 +91,7 @@ def rocm_client_options(environ: Mapping[str, str]) -> dict[str, Any] | Finding:
     try:
         options: dict[str, Any] = dict(xla_client.generate_pjrt_gpu_plugin_options())
     except ValueError as error:
-        evidence = tuple(f"{name}={environ[name]!r}" for name in XLA_CLIENT_VARIABLES if name in environ)
+        evidence = _evidence(environ)
         # jaxlib's own message (or float()'s "could not convert ..."); the evidence names the variables set.
         return catalog.xla_client_env_invalid(str(error).rstrip("."), evidence)
     options["platform_name"] = PLATFORM_NAME

@@ -168,7 +168,7 @@ def _deep(
     library = choice.path if choice is not None and dependencies is not None and not dependencies.missing else None
     probe = hip_probe.run_probe(runtime, library)
     found.extend(_deep_findings(probe))
-    found[:] = most_severe_first(_merge_same_ids(found))
+    found[:] = _merge_same_ids(found)  # diagnose() orders them
     return {"probed": True, **probe.to_json()}
 
 

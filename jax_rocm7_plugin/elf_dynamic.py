@@ -19,7 +19,7 @@ _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _DYN = struct.Struct("<qQ")
 _SYM = struct.Struct("<IBBHQQ")
-_SHT_NOBITS, _SHT_DYNAMIC, _SHT_DYNSYM = 8, 6, 11
+SHT_NOBITS, _SHT_DYNAMIC, _SHT_DYNSYM = 8, 6, 11  # SHT_NOBITS: a section with no bytes in the file
 _DT_NULL, _DT_NEEDED, _DT_RPATH, _DT_RUNPATH = 0, 1, 15, 29
 _STB_GLOBAL, _STB_WEAK = 1, 2
 _MACHINES = {62: "EM_X86_64", 183: "EM_AARCH64", 224: "EM_AMDGPU", 3: "EM_386"}
@@ -91,7 +91,7 @@ def _sections(data: mmap.mmap) -> tuple[int, int, list[Section]]:
     names_at = raw[shstrndx][4]
     sections = []
     for name, sh_type, _flags, _addr, offset, size, link, _info, _align, entsize in raw:
-        if sh_type != _SHT_NOBITS and offset + size > len(data):
+        if sh_type != SHT_NOBITS and offset + size > len(data):
             raise ElfError("a section runs past the end of the file (truncated?)")
         sections.append(Section(_cstring(data, names_at + name), sh_type, offset, size, link, entsize))
     return e_type, e_machine, sections

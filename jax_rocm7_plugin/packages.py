@@ -89,16 +89,25 @@ def installed_version(distribution: str) -> str | None:
     return found.version if found is not None else None
 
 
-def _entry_points(path: Path) -> list[tuple[str, str]]:
+def jax_plugin_entry_points(text: str) -> list[tuple[str, str]]:
+    """(name, value) of the `jax_plugins` group in an entry_points.txt; a malformed file has none."""
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep names' case
     try:
-        parser.read(path / "entry_points.txt", encoding="utf-8")
+        parser.read_string(text)
     except configparser.Error:
         return []
     if not parser.has_section("jax_plugins"):
         return []
     return [(name, value.strip()) for name, value in parser.items("jax_plugins")]
+
+
+def _entry_points(path: Path) -> list[tuple[str, str]]:
+    try:
+        text = (path / "entry_points.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return jax_plugin_entry_points(text)
 
 
 def _record_files(path: Path) -> list[str]:

@@ -55,7 +55,8 @@ def _hip_runtimes(directory: Path) -> tuple[Path, ...]:
     return tuple(sorted(p for p in paths if _SONAME_MAJOR.match(p.name)))
 
 
-def _read_version_file(root: Path) -> str | None:
+def read_version_file(root: Path) -> str | None:
+    """`<ROCm>/.info/version` as AMD's packages write it ("7.0.2-56"), if it holds a version."""
     try:
         text = (root / ".info" / "version").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
@@ -70,7 +71,7 @@ def _rocm_tree(root: Path, location: str, source: str) -> RocmInstall | None:
     runtimes: tuple[Path, ...] = ()
     for lib in _LIB_DIRS:
         runtimes += _hip_runtimes(root / lib)
-    version = _read_version_file(root)
+    version = read_version_file(root)
     if version is None and not runtimes:
         return None
     return RocmInstall(location, source, version, runtimes)
