@@ -135,10 +135,8 @@ def _library(choice: LibraryChoice) -> dict[str, Any]:
 def _pip_rocm_findings(env: Mapping[str, str]) -> list[Finding]:
     from jax_rocm7_plugin import rocm_pip
 
-    pip_rocm = rocm_pip.find_pip_rocm()
-    if pip_rocm is None or pip_rocm.complete or not rocm_pip.pip_rocm_in_use(pip_rocm, env):
-        return []
-    return [catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))]
+    pip_rocm = rocm_pip.pip_rocm_used(env)
+    return rocm_pip.bitcode_findings(pip_rocm) if pip_rocm is not None else []
 
 
 def _install_json(install: RocmInstall) -> dict[str, Any]:

@@ -116,13 +116,13 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
 def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: Mapping[str, str]) -> Plan | Finding:
     from jax_rocm7_plugin import pjrt_api, rocm_pip, versions
 
-    pip_rocm = rocm_pip.find_pip_rocm()
-    if pip_rocm is not None and rocm_pip.pip_rocm_in_use(pip_rocm, os.environ):
+    pip_rocm = rocm_pip.pip_rocm_used(os.environ)
+    if pip_rocm is not None:
         # HIP reads these when it initialises, so they must be set before the load.
-        plan = plan._replace(environment_changes=tuple(rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)))
-        if not pip_rocm.complete:
-            missing_bitcode = catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))
-            plan = plan._replace(warnings=(*plan.warnings, missing_bitcode))
+        plan = plan._replace(
+            environment_changes=tuple(rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)),
+            warnings=(*plan.warnings, *rocm_pip.bitcode_findings(pip_rocm)),
+        )
 
     path = plan.library.path
     try:

@@ -13,9 +13,12 @@ import importlib.util
 import os
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 PIP_ROCM_MODULE = "_rocm_sdk_core"
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.findings import Finding
+
 HIP_RUNTIME = "libamdhip64.so.7"
 _BITCODE_DIRS = ("lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode", "amdgcn/bitcode")
 _LLD_DIRS = ("lib/llvm/bin", "llvm/bin", "bin")
@@ -79,3 +82,16 @@ def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> l
             environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
             changed.append(f"PATH+={pip_rocm.lld_dir}")
     return changed
+
+
+def pip_rocm_used(environ: Mapping[str, str]) -> PipRocm | None:
+    """The pip ROCm the PJRT library will take its HIP from, if there is one."""
+    found = find_pip_rocm()
+    return found if found is not None and pip_rocm_in_use(found, environ) else None
+
+
+def bitcode_findings(pip_rocm: PipRocm) -> list[Finding]:
+    """device-bitcode-missing when the pip ROCm in use lacks ocml.bc or ld.lld."""
+    from jax_rocm7_plugin import findings as catalog
+
+    return [] if pip_rocm.complete else [catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))]

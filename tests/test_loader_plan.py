@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +14,7 @@ import pytest
 from jax_rocm7_plugin.doctor import diagnose
 from jax_rocm7_plugin.findings import Finding
 from jax_rocm7_plugin.loader import Plan, plan_registration
+from tests.conftest import REPO
 from tests.native import HIP_RUNTIME
 from tests.sysroots import Gpu, add_rocm, library_of, make_sysroot
 
@@ -57,3 +63,43 @@ def test_warnings_reach_the_plan(tmp_path: Path, build: Path) -> None:
     plan = plan_registration(environ, root, load=False)
     assert isinstance(plan, Plan)
     assert [w.id for w in plan.warnings] == ["cuda-visible-devices-set", "shm-too-small"]
+
+
+PIP_ROCM_CHILD = """
+import ctypes, json, os, sys
+from pathlib import Path
+from jax_rocm7_plugin.loader import Plan, plan_registration
+site, library, root = sys.argv[1:]
+sys.path.insert(0, site)
+# The process already holds the HIP runtime (as after a pip ROCm import), so the library's dlopen resolves it.
+ctypes.CDLL(os.path.join(site, "_rocm_sdk_core", "lib", "libamdhip64.so.7"), mode=ctypes.RTLD_GLOBAL)
+plan = plan_registration({"JAX_ROCM_PJRT_LIBRARY": library}, Path(root))
+assert isinstance(plan, Plan), plan
+print(json.dumps({"warnings": [w.id for w in plan.warnings], "changes": list(plan.environment_changes),
+                  "ROCM_PATH": os.environ.get("ROCM_PATH"), "c_api": plan.c_api_version}))
+"""
+
+
+def test_pip_rocm_in_use_is_pointed_at_and_its_missing_bitcode_warned(tmp_path: Path, build: Path) -> None:
+    """ROCm from pip without ocml.bc: the loader sets ROCM_PATH to it and warns device-bitcode-missing.
+
+    In a child process: loading a HIP runtime into this one would change what later tests resolve.
+    """
+    site = tmp_path / "site"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    (site / "_rocm_sdk_core" / "__init__.py").write_text("")
+    shutil.copy(build / "hip" / HIP_RUNTIME, site / "_rocm_sdk_core" / "lib" / HIP_RUNTIME)
+    root = make_sysroot(tmp_path / "root")
+    environ = {k: v for k, v in os.environ.items() if k not in ("ROCM_PATH", "HIP_DEVICE_LIB_PATH", "LD_LIBRARY_PATH")}
+    done = subprocess.run(
+        [sys.executable, "-c", PIP_ROCM_CHILD, str(site), str(library_of(build)), str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=environ,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["warnings"] == ["device-bitcode-missing"]
+    assert seen["changes"] == [f"ROCM_PATH={site / '_rocm_sdk_core'}"]
+    assert seen["ROCM_PATH"] == str(site / "_rocm_sdk_core") and seen["c_api"] == "0.81"
