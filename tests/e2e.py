@@ -1,37 +1,13 @@
-"""Helpers for end-to-end tests: build the wheel pair, install it into a fresh venv, run jax there."""
+"""Helpers for end-to-end tests: install wheels into a fresh venv, run jax there (tests/wheels.py builds them)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
-from tests.conftest import REPO
-
 PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
-
-
-def build_wheels(output_dir: Path, library: Path, *extra: str) -> list[Path]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "build" / "build.py"),
-            "wheels",
-            "--pjrt-library",
-            str(library),
-            "--output-dir",
-            str(output_dir),
-            "--skip-check",  # the stand-in is a CPU plugin, not a ROCm build: `check` would (rightly) refuse it
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    # The last lines are the wheels built, one bare path each (progress lines start with "[" or spaces).
-    return [Path(line) for line in done.stdout.splitlines() if line.endswith(".whl") and line.startswith("/")]
 
 
 def make_venv(path: Path) -> Path:

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import build_wheels, clean_env, make_venv, our_warnings, pip, run_python
+from tests.e2e import clean_env, make_venv, our_warnings, pip, run_python
 from tests.native import library_needing_missing_dependency
 from tests.sysroots import make_sysroot
+from tests.wheels import build
 
 pytestmark = pytest.mark.slow
+# The stand-in is a CPU plugin, not a ROCm build: `check` would (rightly) refuse its pjrt wheel.
+STANDIN = "--skip-check"
 
 JIT_ON_ROCM = """
 import jax, jax.numpy as jnp, numpy as np
@@ -32,9 +35,9 @@ DEVICES = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.device
 @pytest.fixture(scope="session")
 def wheels(tmp_path_factory: pytest.TempPathFactory, standin_library: Path) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
-    pjrt, plugin = build_wheels(out, standin_library)
-    (post1,) = build_wheels(out, standin_library, "--only", "pjrt", "--post", "1")
-    (older,) = build_wheels(out, standin_library, "--only", "pjrt", "--release", "0.10.1")
+    pjrt, plugin = build(out, standin_library, STANDIN)
+    (post1,) = build(out, standin_library, STANDIN, "--only", "pjrt", "--post", "1")
+    (older,) = build(out, standin_library, STANDIN, "--only", "pjrt", "--release", "0.10.1")
     return {"pjrt": pjrt, "plugin": plugin, "pjrt-post1": post1, "pjrt-0.10.1": older}
 
 
