@@ -48,9 +48,9 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     license_files=["LICENSE"],
-    python_requires=">=3.11",
+    python_requires=BUILD["requires_python"],
     packages=["jax_rocm7_plugin", "jax_plugins.rocm7"],
-    package_data={"jax_rocm7_plugin": ["*.so", "py.typed"]},
+    package_data={"jax_rocm7_plugin": ["*.so", "py.typed", "releases.json"]},
     include_package_data=False,
     zip_safe=False,
     install_requires=[

@@ -13,7 +13,10 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.releases import Release
 
 REPO = Path(__file__).resolve().parent.parent
 PJRT_TARGET = "//pjrt:xla_rocm_plugin.so"
@@ -157,14 +160,124 @@ def module_pins(module_file: Path = REPO / "MODULE.bazel") -> dict[str, str]:
     return pins
 
 
+def jax_module_pins(text: str) -> dict[str, str | None]:
+    """XLA and rules_ml_toolchain as a JAX MODULE.bazel pins them (its archive_override calls)."""
+    pins: dict[str, str | None] = {
+        "commit": None,
+        "integrity": None,
+        "rules_ml_toolchain_commit": None,
+        "rules_ml_toolchain_integrity": None,
+    }
+    for node in ast.walk(ast.parse(text)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "archive_override"):
+            continue
+        keywords = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        module, prefix = keywords.get("module_name"), str(keywords.get("strip_prefix", ""))
+        commit = prefix.rsplit("-", 1)[-1] if re.fullmatch(r"[\w-]+-[0-9a-f]{40}", prefix) else None
+        if module == "xla":
+            pins["commit"], pins["integrity"] = commit, keywords.get("integrity")
+        elif module == "rules_ml_toolchain":
+            pins["rules_ml_toolchain_commit"] = commit
+            pins["rules_ml_toolchain_integrity"] = keywords.get("integrity")
+    return pins
+
+
+# The constants of MODULE.bazel that pin sources, and where a release row keeps each.
+PIN_NAMES = {
+    "JAX_COMMIT": "jax_commit",
+    "XLA_COMMIT": "commit",
+    "XLA_INTEGRITY": "integrity",
+    "RULES_ML_TOOLCHAIN_COMMIT": "rules_ml_toolchain_commit",
+    "RULES_ML_TOOLCHAIN_INTEGRITY": "rules_ml_toolchain_integrity",
+}
+JAX_MODULE_URL = "https://raw.githubusercontent.com/jax-ml/jax/{commit}/MODULE.bazel"
+
+
+def release_pins(row: Release, jax_module: str | None) -> dict[str, str]:
+    """MODULE.bazel's pins for a release: the row's, checked against JAX's own MODULE.bazel when it is
+    given (`jax_module`, its text at the row's JAX commit), JAX's where the row records none.
+
+    ValueError names a disagreement, or the pins still unknown and how to supply them.
+    """
+    recorded = {"jax_commit": row.jax_commit, **row.xla._asdict()}
+    pins = {name: recorded[field] for name, field in PIN_NAMES.items()}
+    if jax_module is not None:
+        theirs = jax_module_pins(jax_module)
+        for name, field in PIN_NAMES.items():
+            if field == "jax_commit" or theirs.get(field) is None:
+                continue
+            if pins[name] is None:
+                pins[name] = theirs[field]
+            elif pins[name] != theirs[field]:
+                raise ValueError(
+                    f"releases.json pins {name}={pins[name]} for {row.release}, but JAX's MODULE.bazel at "
+                    f"{row.jax_commit[:8]} pins {theirs[field]}"
+                )
+    unknown = [name for name, value in pins.items() if not value]
+    if unknown:
+        raise ValueError(
+            f"{', '.join(unknown)} for {row.release} are not in releases.json and JAX's MODULE.bazel at "
+            f"{row.jax_commit[:8]} could not be read: pass --jax-source DIR (a jax-ml/jax checkout holding that "
+            f"commit), or record them with `build.py release-row {row.release} --jax-source DIR`"
+        )
+    return {name: str(value) for name, value in pins.items()}
+
+
+def read_jax_module(commit: str, jax_source: Path | None) -> str | None:
+    """JAX's MODULE.bazel at `commit`: from a checkout (git show), else from GitHub; None when unreachable."""
+    import subprocess
+    import urllib.request
+
+    if jax_source is not None:
+        done = subprocess.run(
+            ["git", "-C", str(jax_source), "show", f"{commit}:MODULE.bazel"], capture_output=True, text=True
+        )
+        # Only that commit's file counts: a checkout elsewhere pins other sources.
+        return done.stdout if done.returncode == 0 else None
+    try:
+        with urllib.request.urlopen(JAX_MODULE_URL.format(commit=commit), timeout=30) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
+
+def render_module(template: str, pins: Mapping[str, str], version: str) -> str:
+    """MODULE.bazel with its pin constants and module version replaced (every other line kept)."""
+    lines = []
+    for line in template.splitlines(keepends=True):
+        match = re.match(r'^([A-Z_]+) = "[^"]*"$', line.rstrip("\n"))
+        if match and match.group(1) in pins:
+            line = f'{match.group(1)} = "{pins[match.group(1)]}"\n'
+        elif re.match(r'^    version = "[^"]*",$', line.rstrip("\n")):
+            line = f'    version = "{version}",\n'
+        lines.append(line)
+    return "".join(lines)
+
+
+# Files of the repository a Bazel build reads; MODULE.bazel is rendered per release.
+WORKSPACE_FILES = ("WORKSPACE", ".bazelrc", ".bazelversion", "pjrt", "jaxlib_rocm")
+
+
+def stage_workspace(directory: Path, pins: Mapping[str, str], version: str, repo: Path = REPO) -> Path:
+    """A Bazel workspace for one release: links to the repository's Bazel files, MODULE.bazel rendered."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in WORKSPACE_FILES:
+        link = directory / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(repo / name)
+    module = render_module((repo / "MODULE.bazel").read_text(encoding="utf-8"), pins, version)
+    (directory / "MODULE.bazel").write_text(module, encoding="utf-8")
+    return directory
+
+
 def shell_line(command: Sequence[str]) -> str:
     import shlex
 
     return " ".join(shlex.quote(part) for part in command)
 
 
-def provenance(toolchain: Toolchain, options: BazelOptions) -> dict[str, object]:
-    pins = module_pins()
+def provenance(toolchain: Toolchain, options: BazelOptions, pins: Mapping[str, str]) -> dict[str, object]:
     return {
         "kind": "bazel",
         "jax_commit": str(options.jax_source) if options.jax_source else pins.get("JAX_COMMIT"),

@@ -2,9 +2,15 @@
 """One CLI for building the jax-rocm7 wheel pair.
 
     python build/build.py wheels [--pjrt-library PATH|released|bazel] [--output-dir DIR]
+                                 [--release X.Y.Z] [--python-version 3.12]
                                  [--post N] [--only pjrt|plugin] [--dry-run]
-                                 [--amdgpu-targets gfx942,...] [--python-version 3.11]
+                                 [--amdgpu-targets gfx942,...]
                                  [--xla-source DIR] [--jax-source DIR] [--rocm-clang]
+    python build/build.py release-row X.Y.Z [--jax-source DIR] [--write]
+    python build/build.py check WHEEL...
+
+Which release: the newest of jax_rocm7_plugin/releases.json that the target
+CPython (--python-version, else the running one) runs, unless --release names one.
 
 Where the native library comes from: --pjrt-library PATH (an existing .so),
 `released` (the published jax-rocm7-pjrt==X.Y.Z wheel from the package index,
@@ -35,8 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from build import bazel_build  # noqa: E402
+from jax_rocm7_plugin import releases  # noqa: E402
 from jax_rocm7_plugin.elf_header import shared_object_problem  # noqa: E402
-from jax_rocm7_plugin.version import JAX_RELEASE  # noqa: E402
 
 LIBRARY_NAME = "xla_rocm_plugin.so"
 CACHE_DIR = Path(os.environ.get("JAX_ROCM_BUILD_CACHE", Path.home() / ".cache" / "jax-rocm7-build"))
@@ -97,7 +103,7 @@ def sha256_file(path: Path) -> str:
 # ---------------------------------------------------------------- library sources
 
 
-def released_download_command(release: str, cache: Path) -> list[str]:
+def released_download_command(version: str, cache: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -107,37 +113,54 @@ def released_download_command(release: str, cache: Path) -> list[str]:
         "--only-binary=:all:",
         "--dest",
         str(cache),
-        f"jax-rocm7-pjrt=={release}",
+        f"jax-rocm7-pjrt=={version}",
     ]
 
 
-def fetch_released(release: str, progress: Progress) -> tuple[zipfile.ZipFile, str, dict[str, Any]]:
-    """The published jax-rocm7-pjrt==release wheel (cached), its library member, provenance."""
+def verified_download(artifact: releases.Artifact, distribution: str, progress: Progress) -> Path:
+    """The published wheel `artifact` names, from the cache or the package index, with the sha256 the
+    release table records. A file whose hash differs stops the build (and is set aside, not deleted)."""
     cache = CACHE_DIR / "released"
     cache.mkdir(parents=True, exist_ok=True)
-    pattern = f"jax_rocm7_pjrt-{release}-*.whl"
-    wheels = sorted(cache.glob(pattern))
-    if not wheels:
-        progress.step(f"downloading jax-rocm7-pjrt=={release} from the package index into {cache}")
-        if subprocess.run(released_download_command(release, cache)).returncode != 0:
-            raise BuildError(
-                f"could not download jax-rocm7-pjrt=={release}; check the package index or pass --pjrt-library PATH"
-            )
-        wheels = sorted(cache.glob(pattern))
-        if not wheels:
-            raise BuildError(f"pip reported success but no {pattern} is in {cache}")
+    wheel = cache / artifact.filename
+    if wheel.is_file():
+        progress.step(f"using cached {wheel.name}")
     else:
-        progress.step(f"using cached {wheels[0].name}")
-    wheel = wheels[0]
+        progress.step(f"downloading {distribution}=={artifact.version} from the package index into {cache}")
+        command = released_download_command(artifact.version, cache)
+        command[-1] = f"{distribution}=={artifact.version}"
+        if subprocess.run(command).returncode != 0:
+            raise BuildError(
+                f"could not download {distribution}=={artifact.version}; check the package index "
+                "or pass --pjrt-library PATH"
+            )
+        if not wheel.is_file():
+            got = ", ".join(p.name for p in cache.glob(f"{wheel.name.split('-')[0]}-{artifact.version}-*")) or "nothing"
+            raise BuildError(f"the package index gave {got}, not {artifact.filename} (releases.json)")
+    digest = sha256_file(wheel)
+    if digest != artifact.sha256:
+        aside = wheel.with_name(wheel.name + ".sha256-mismatch")
+        wheel.replace(aside)
+        raise BuildError(
+            f"{artifact.filename} has sha256 {digest}, but releases.json records {artifact.sha256}: "
+            f"not using it (moved to {aside})"
+        )
+    return wheel
+
+
+def fetch_released(row: releases.Release, progress: Progress) -> tuple[zipfile.ZipFile, str, dict[str, Any]]:
+    """The published library of the release (its newest .postN), verified, its library member, provenance."""
+    wheel = verified_download(row.published_pjrt, "jax-rocm7-pjrt", progress)
     archive = zipfile.ZipFile(wheel)
     members = [n for n in archive.namelist() if n.endswith("/" + LIBRARY_NAME)]
     if len(members) != 1:
         raise BuildError(f"{wheel.name} holds {len(members)} copies of {LIBRARY_NAME}, expected 1")
     provenance = {
         "kind": "released",
-        "distribution": f"jax-rocm7-pjrt=={release}",
+        "distribution": f"jax-rocm7-pjrt=={row.published_pjrt.version}",
         "wheel": wheel.name,
-        "wheel_sha256": sha256_file(wheel),
+        "wheel_sha256": row.published_pjrt.sha256,
+        "sha256_checked_against": "jax_rocm7_plugin/releases.json",
         "member": members[0],
     }
     return archive, members[0], provenance
@@ -168,18 +191,20 @@ def library_c_api_version(path: Path) -> tuple[str | None, str | None]:
     return None, f"not loadable on the build machine: {last}"
 
 
-def library_build_info(path: Path, progress: Progress) -> dict[str, Any]:
+def library_build_info(path: Path, progress: Progress, row: releases.Release | None) -> dict[str, Any]:
+    """`row`: the release table's row when the library is the published one (it knows the ROCm version)."""
     from jax_rocm7_plugin.elf_facts import read_elf_facts
 
     progress.step("reading ELF facts and offload targets")
     facts = read_elf_facts(path)
     c_api, c_api_why = library_c_api_version(path)
     major = facts.hip_runtime_major
+    rocm, evidence = (f"{major}.x", f"NEEDED libamdhip64.so.{major}") if major is not None else (None, None)
+    if row is not None and row.rocm_version is not None and (major is None or row.rocm_version.startswith(f"{major}.")):
+        rocm, evidence = row.rocm_version, f"releases.json: {row.rocm_evidence}"
     return {
-        "rocm_version": f"{major}.x" if major is not None else None,
-        "rocm_version_evidence": (
-            f"NEEDED libamdhip64.so.{major}" if major is not None else "the library does not link libamdhip64"
-        ),
+        "rocm_version": rocm,
+        "rocm_version_evidence": evidence or "the library does not link libamdhip64",
         "amdgpu_targets": facts.offload_targets or None,
         "offload_bundles": facts.offload_bundles,
         "pjrt_c_api_version": c_api,
@@ -299,38 +324,66 @@ def bazel_options(args: argparse.Namespace) -> bazel_build.BazelOptions:
     )
 
 
-def run_bazel(source: Source, options: bazel_build.BazelOptions, progress: Progress) -> Source:
-    """Build the targets, then ask Bazel where the outputs are."""
+def bazel_pins(args: argparse.Namespace) -> dict[str, str]:
+    """The release's source pins (releases.json, checked against or completed from JAX's MODULE.bazel)."""
+    row: releases.Release | None = args.row
+    if row is None:
+        raise BuildError(f"--pjrt-library bazel builds releases of releases.json; {args.release} is not one")
+    complete = all(row.xla) and args.jax_source is None
+    jax_module = None if complete else bazel_build.read_jax_module(row.jax_commit, args.jax_source)
+    try:
+        return bazel_build.release_pins(row, jax_module)
+    except ValueError as error:
+        raise BuildError(str(error)) from None
+
+
+def bazel_workspace(args: argparse.Namespace, pins: dict[str, str]) -> Path:
+    """Where Bazel runs for this release: the repository's Bazel files with MODULE.bazel pinned to it."""
+    return bazel_build.stage_workspace(CACHE_DIR / "bazel-workspaces" / args.release, pins, args.release)
+
+
+def run_bazel(source: Source, args: argparse.Namespace, progress: Progress) -> Source:
+    """Build the targets in the release's workspace, then ask Bazel where the outputs are."""
     assert source.toolchain is not None
+    options = bazel_options(args)
+    pins = bazel_pins(args)
+    workspace = bazel_workspace(args, pins)
+    progress.step(f"Bazel workspace for {args.release}: {workspace} (JAX {pins['JAX_COMMIT'][:8]}, "
+                  f"XLA {pins['XLA_COMMIT'][:8]})")
     command = bazel_build.build_command(source.toolchain, options)
     progress.step("$ " + bazel_build.shell_line(command))
-    if subprocess.run(command, cwd=REPO, check=False).returncode != 0:
+    if subprocess.run(command, cwd=workspace, check=False).returncode != 0:
         raise BuildError("the Bazel build failed (its output is above)")
     query = bazel_build.outputs_command(source.toolchain, options)
-    done = subprocess.run(query, cwd=REPO, capture_output=True, text=True, check=False)
+    done = subprocess.run(query, cwd=workspace, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise BuildError(f"bazel cquery failed: {done.stderr.strip().splitlines()[-1:]}")
-    library, extensions = bazel_build.split_outputs(done.stdout.splitlines())
+    library, extensions = bazel_build.split_outputs(done.stdout.splitlines(), workspace)
     if library is None or not library.is_file():
         raise BuildError(f"Bazel reported no {LIBRARY_NAME} among its outputs")
     return source._replace(
         path=library,
         extensions=tuple(extensions),
-        provenance=bazel_build.provenance(source.toolchain, options),
+        provenance=bazel_build.provenance(source.toolchain, options, pins),
     )
 
 
 def dry_run(args: argparse.Namespace, source: Source, version: str, output_dir: Path) -> int:
     """Print what `wheels` would run, one command per line, and run none of it."""
-    print(f"# source: {source.kind}; wheels {version} into {output_dir}")
+    python = f"CPython {args.python_version}"
+    print(f"# source: {source.kind}; wheels {version} for {python} into {output_dir}")
     if source.kind == "bazel":
         assert source.toolchain is not None
         options = bazel_options(args)
         print(f"# ROCm {source.toolchain.rocm_version} at {source.toolchain.rocm_path}")
+        pins = bazel_pins(args)
+        print(f"# in {bazel_workspace(args, pins)}: MODULE.bazel pins " + " ".join(f"{k}={v}" for k, v in pins.items()))
         print("$ " + bazel_build.shell_line(bazel_build.build_command(source.toolchain, options)))
         print("$ " + bazel_build.shell_line(bazel_build.outputs_command(source.toolchain, options)))
     elif source.kind == "released":
-        print("$ " + bazel_build.shell_line(released_download_command(args.release, CACHE_DIR / "released")))
+        artifact = args.row.published_pjrt
+        print("$ " + bazel_build.shell_line(released_download_command(artifact.version, CACHE_DIR / "released")))
+        print(f"# then: sha256 of {artifact.filename} must be {artifact.sha256}")
     for script, wanted in (("setup_pjrt.py", "pjrt"), ("setup_plugin.py", "plugin")):
         if args.only in (None, wanted):
             work = Path("<tmp>")
@@ -350,7 +403,7 @@ def build_pjrt_wheel(
         library = package / LIBRARY_NAME
 
         if source.kind == "released":
-            archive, member, provenance = fetch_released(args.release, progress)
+            archive, member, provenance = fetch_released(args.row, progress)
             with archive, archive.open(member) as handle:
                 size = archive.getinfo(member).file_size
                 progress.step(f"extracting {member} ({size / 1e6:.0f} MB)")
@@ -372,7 +425,7 @@ def build_pjrt_wheel(
             "library_sha256": digest,
             "library_size": size,
             "source": provenance,
-            **library_build_info(library, progress),
+            **library_build_info(library, progress, args.row if source.kind == "released" else None),
             "built_by": "build/build.py",
         }
         (package / "build_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -386,7 +439,7 @@ def build_pjrt_wheel(
 def _plugin_sources() -> Iterator[tuple[Path, Path]]:
     for top in ("jax_rocm7_plugin", "jax_plugins"):
         for path in sorted((REPO / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed", ".so"):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed", ".so", ".json"):
                 yield path, path.relative_to(REPO)
 
 
@@ -401,8 +454,15 @@ def build_plugin_wheel(
         for module in extensions:  # built by Bazel: the wheel becomes cpXY-cpXY-manylinux
             progress.step(f"adding extension module {module.name}")
             shutil.copy2(module, staging / "jax_rocm7_plugin" / module.name)
-        stamp_version(staging / "jax_rocm7_plugin" / "version.py", version)
-        build = {"version": version, "release": args.release, "rocm_version": "7.x"}
+        stamp_version(staging / "jax_rocm7_plugin" / "version.py", version, args.release)
+        row: releases.Release | None = args.row
+        build = {
+            "version": version,
+            "release": args.release,
+            "rocm_version": "7.x",
+            # A release of the table: the CPythons its jaxlib runs on; one outside it: what our code needs.
+            "requires_python": row.requires_python if row is not None else ">=3.11",
+        }
         (staging / "plugin_build.json").write_text(json.dumps(build, indent=2) + "\n", encoding="utf-8")
         stage_common(staging, "README.plugin.md", _PLUGIN_README.format(**build))
         progress.step(f"writing the jax-rocm7-plugin {version} wheel")
@@ -411,11 +471,18 @@ def build_plugin_wheel(
     return wheel
 
 
-def stamp_version(version_py: Path, version: str) -> None:
+def stamp_version(version_py: Path, version: str, release: str) -> None:
+    """Write the wheel's version and release into its copy of version.py."""
     lines = version_py.read_text(encoding="utf-8").splitlines(keepends=True)
-    stamped = [f'__version__ = "{version}"\n' if line.startswith("__version__ =") else line for line in lines]
-    if stamped == lines and f'__version__ = "{version}"\n' not in lines:
-        raise BuildError(f"{version_py} has no `__version__ =` line to stamp")
+    values = {"__version__": version, "JAX_RELEASE": release}
+    stamped = []
+    for line in lines:
+        name = line.split(" = ", 1)[0]
+        if name in values and " = " in line:
+            line = f'{name} = "{values.pop(name)}"\n'
+        stamped.append(line)
+    if values:
+        raise BuildError(f"{version_py} has no `{' = ..., '.join(values)} = ...` line to stamp")
     version_py.write_text("".join(stamped), encoding="utf-8")
 
 
@@ -443,7 +510,7 @@ def wheels_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args, source, version, output_dir)
     if source.kind == "bazel":
-        source = run_bazel(source, bazel_options(args), progress)
+        source = run_bazel(source, args, progress)
     built = []
     if args.only in (None, "pjrt"):
         built.append(build_pjrt_wheel(args, source, version, output_dir, progress))
@@ -523,8 +590,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wheels.add_argument(
         "--python-version",
         type=_python_version,
-        default=f"{sys.version_info.major}.{sys.version_info.minor}",
-        help="Python the extension modules are built for (default: this interpreter's)",
+        help="CPython the wheels serve: picks the default release and the extension modules' ABI "
+        "(default: this interpreter's)",
     )
     wheels.add_argument("--xla-source", type=_directory, metavar="DIR", help="build XLA from this checkout")
     wheels.add_argument("--jax-source", type=_directory, metavar="DIR", help="build JAX from this checkout")
@@ -534,23 +601,90 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wheels.add_argument("--only", choices=("pjrt", "plugin"), help="build just one of the two wheels")
     wheels.add_argument(
         "--release",
-        default=JAX_RELEASE,
         metavar="X.Y.Z",
-        help=f"jax release the wheels serve (default {JAX_RELEASE}, from jax_rocm7_plugin/version.py)",
+        help="jax release the wheels serve (default: the newest in jax_rocm7_plugin/releases.json "
+        "that the target CPython runs)",
     )
+    row = commands.add_parser("release-row", help="print the releases.json row of a published release")
+    row.add_argument("release", metavar="X.Y.Z")
+    row.add_argument("--jax-source", type=_directory, metavar="DIR", help="a jax-ml/jax checkout: read XLA's pin")
+    row.add_argument("--write", action="store_true", help="add (or replace) the row in releases.json")
     args = parser.parse_args(argv)
-    if args.command == "check":
+    if args.command in ("check", "release-row"):
         return args
     if args.post is not None and args.post < 0:
         parser.error("--post must be a non-negative integer")
     from packaging.version import InvalidVersion, Version
 
     try:
-        if len(Version(args.release).release) != 3 or str(Version(args.release)) != args.release:
+        if args.release is not None and (
+            len(Version(args.release).release) != 3 or str(Version(args.release)) != args.release
+        ):
             raise InvalidVersion(args.release)
     except InvalidVersion:
         parser.error(f"--release must be X.Y.Z, got {args.release!r}")
+    explicit_library = args.pjrt_library not in (None, "released", "bazel")
+    try:
+        args.row = choose_release(args.release, args.python_version, explicit_library)
+    except ValueError as error:
+        parser.error(str(error))
+    args.python_version = args.python_version or running_python()
+    args.release = args.row.release if args.row is not None else args.release
     return args
+
+
+def running_python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def served() -> str:
+    return "; ".join(f"{r.release} on CPython {', '.join(r.python)}" for r in releases.table())
+
+
+def choose_release(release: str | None, python: str | None, explicit_library: bool) -> releases.Release | None:
+    """The row of the release to build: the one asked for, else the newest the target CPython runs.
+
+    None only for a release outside the table with an explicit library (packaging what is given).
+    ValueError says why no release fits.
+    """
+    target = python or running_python()
+    if release is None:
+        row = releases.newest_for_python(target)
+        if row is None:
+            raise ValueError(f"no release of releases.json runs on CPython {target} (served: {served()})")
+        return row
+    row = releases.get(release)
+    if row is None:
+        if explicit_library:
+            return None
+        raise ValueError(
+            f"release {release} is not in jax_rocm7_plugin/releases.json (served: {served()}); "
+            f"add its row with `build.py release-row {release} --write`"
+        )
+    if not row.supports(target):
+        newest = releases.newest_for_python(target)
+        other = f", or leave out --release to build {newest.release} for {target}" if newest else ""
+        raise ValueError(
+            f"jax {release} runs on CPython {', '.join(row.python)}, not {target}: "
+            f"pass --python-version {row.python[0]}{other}"
+        )
+    return row
+
+
+def release_row_command(args: argparse.Namespace) -> int:
+    """Print the row (JSON) of a published release; --write puts it into releases.json, newest first."""
+    from build.release_row import release_row
+
+    table = json.loads(releases.TABLE.read_text(encoding="utf-8"))
+    rows = [r for r in table["releases"] if r["release"] != args.release]
+    previous = max(rows, key=lambda r: releases.version_key(r["release"]), default=None)
+    row = release_row(args.release, previous, args.jax_source, CACHE_DIR / "released")
+    print(json.dumps(row, indent=2))
+    if args.write:
+        table["releases"] = sorted([*rows, row], key=lambda r: releases.version_key(r["release"]), reverse=True)
+        releases.TABLE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {releases.TABLE}: review the row (ROCm version, PJRT C API major) before committing")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -562,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return check_command(args.wheels)
     try:
+        if args.command == "release-row":
+            return release_row_command(args)
         return wheels_command(args)
     except BuildError as error:
         print(f"build.py: error: {error}", file=sys.stderr)

@@ -27,18 +27,14 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from jax_rocm7_plugin.rocm_policy import is_rocm_library
+
 PJRT = "jax-rocm7-pjrt"
 PLUGIN = "jax-rocm7-plugin"
 PJRT_TAG = Tag("py3", "none", "manylinux_2_28_x86_64")
 LIBRARY_MEMBER = "jax_rocm7_pjrt/xla_rocm_plugin.so"
 POLICY = "manylinux_2_28_x86_64"
 ENTRY_POINT = ("rocm7", "jax_plugins.rocm7")
-# Libraries ROCm installs: the host (or ROCm from pip) provides them; a wheel must not.
-ROCM_LIBRARY = re.compile(
-    r"lib(amdhip64|hiprtc(-builtins)?|rccl|hipblas(lt)?|hipfft|hipsolver|hipsparse(lt)?|hiprand|MIOpen|rocblas|"
-    r"rocsolver|rocsparse|rocfft|rocrand|rocm_smi64|rocprofiler[\w-]*|roctx64|roctracer64|hsa-runtime64|"
-    r"amd_comgr|rocm-core|numa|drm(_amdgpu)?|elf)\.so(\.\d+)*"
-)
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
 PIP_ROCM_DIRS = re.compile(r"(_rocm_sdk_core|_rocm_sdk_libraries[\w-]*|rocm)/lib")
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
@@ -142,7 +138,7 @@ def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
     problems: list[str] = []
     if tags != {PJRT_TAG}:
         problems.append(f"tag is {sorted(map(str, tags))}, expected {PJRT_TAG}")
-    bundled = [n for n in archive.namelist() if ROCM_LIBRARY.fullmatch(posixpath.basename(n))]
+    bundled = [n for n in archive.namelist() if is_rocm_library(posixpath.basename(n))]
     problems.extend(f"bundles ROCm library {n}: ROCm comes from the host or from pip" for n in bundled)
     if LIBRARY_MEMBER not in archive.namelist():
         return [*problems, f"{LIBRARY_MEMBER} is missing"]
@@ -187,7 +183,7 @@ def _policy(path: Path, needed: tuple[str, ...]) -> list[str]:
     from auditwheel.libc import Libc
     from auditwheel.wheel_abi import analyze_wheel_abi
 
-    excluded = frozenset(n for n in needed if ROCM_LIBRARY.fullmatch(n))
+    excluded = frozenset(n for n in needed if is_rocm_library(n))
     try:
         info = analyze_wheel_abi(
             Libc.GLIBC, Architecture.x86_64, path, excluded, disable_isa_ext_check=True, allow_graft=False

@@ -3,7 +3,9 @@
 Looked for, in this order: $ROCM_PATH, /opt/rocm, /opt/rocm-<version>, the
 dynamic loader's directories (distribution packages such as Debian's
 libamdhip64-5 put HIP in /usr/lib/x86_64-linux-gnu), and ROCm from pip
-(TheRock's `_rocm_sdk_core`). The version comes from `<root>/.info/version`
+(TheRock's `_rocm_sdk_core`). Each install's library directories follow
+rocm_policy.json (lib, lib64, and lib/rocm_sysdeps/lib where ROCm >= 7.14 keeps
+its private system libraries). The version comes from `<root>/.info/version`
 (AMD's packages write it), else from the pip distribution's version, else from
 the soname major of the HIP runtime (libamdhip64.so.7 -> 7).
 """
@@ -25,7 +27,6 @@ REQUIRED_MAJOR = 7
 HIP_RUNTIME_GLOB = "libamdhip64.so.*"
 _SONAME_MAJOR = re.compile(r"libamdhip64\.so\.(\d+)$")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-_LIB_DIRS = ("lib", "lib64")
 
 
 class RocmInstall(NamedTuple):
@@ -33,6 +34,7 @@ class RocmInstall(NamedTuple):
     source: str  # ROCM_PATH, /opt/rocm, /opt/rocm-*, loader path, pip
     version: str | None
     hip_runtimes: tuple[Path, ...]  # real paths of libamdhip64.so.N files
+    library_dirs: tuple[Path, ...] = ()  # real directories holding its libraries (lib, lib/rocm_sysdeps/lib, ...)
 
     @property
     def major(self) -> int | None:
@@ -65,16 +67,23 @@ def read_version_file(root: Path) -> str | None:
     return text.split()[0] if match else None
 
 
+def library_dirs_of(root: Path) -> tuple[Path, ...]:
+    from jax_rocm7_plugin.rocm_policy import library_dirs
+
+    return tuple(root / d for d in library_dirs() if (root / d).is_dir())
+
+
 def _rocm_tree(root: Path, location: str, source: str) -> RocmInstall | None:
     if not root.is_dir():
         return None
+    directories = library_dirs_of(root)
     runtimes: tuple[Path, ...] = ()
-    for lib in _LIB_DIRS:
-        runtimes += _hip_runtimes(root / lib)
+    for directory in directories:
+        runtimes += _hip_runtimes(directory)
     version = read_version_file(root)
     if version is None and not runtimes:
         return None
-    return RocmInstall(location, source, version, runtimes)
+    return RocmInstall(location, source, version, runtimes, directories)
 
 
 def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list[str]) -> list[RocmInstall]:
@@ -99,7 +108,7 @@ def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list
         real = host_path(root, directory)
         runtimes = _hip_runtimes(real)
         if runtimes:
-            add(RocmInstall(directory, "loader path", None, runtimes), real)
+            add(RocmInstall(directory, "loader path", None, runtimes, (real,)), real)
     pip = _pip_rocm()
     if pip is not None:
         add(pip[0], pip[1])
@@ -116,7 +125,7 @@ def _pip_rocm() -> tuple[RocmInstall, Path] | None:
 
     version = installed_version("rocm-sdk-core")
     runtimes = _hip_runtimes(found.root / "lib")
-    return RocmInstall(f"pip: {found.root}", "pip", version, runtimes), found.root
+    return RocmInstall(f"pip: {found.root}", "pip", version, runtimes, library_dirs_of(found.root)), found.root
 
 
 def rocm_findings(installs: list[RocmInstall], environ: Mapping[str, str]) -> list[Finding]:

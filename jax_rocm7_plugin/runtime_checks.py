@@ -56,12 +56,17 @@ def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -
         return []
     names = report.missing_names
     evidence = [f"{m.name} (needed by {m.needed_by})" for m in report.missing]
-    # A ROCm 7 that holds the missing libraries but is not on the loader's path: say where it is.
+    # A ROCm 7 that holds missing libraries where the loader does not look (its lib directory off the
+    # path, or lib/rocm_sysdeps/lib, which the library's RUNPATH may not name): say where they are.
     for install in installs:
-        if install.major == 7 and install.hip_runtimes:
-            lib_dir = install.hip_runtimes[0].parent
-            if any((lib_dir / n).exists() for n in names):
-                evidence.append(f"{install.location} has them in {lib_dir}: add that directory to LD_LIBRARY_PATH")
+        if install.major != 7:
+            continue
+        for lib_dir in install.library_dirs:
+            present = [n for n in names if (lib_dir / n).exists()]
+            if present:
+                evidence.append(
+                    f"{install.location} has {', '.join(present)} in {lib_dir}: add that directory to LD_LIBRARY_PATH"
+                )
     plural = "y" if len(names) == 1 else "ies"
     summary = f"the dynamic loader cannot find {len(names)} librar{plural} the PJRT library needs: {', '.join(names)}"
     return [catalog.library_dependency_missing(summary, tuple(evidence))]

@@ -20,8 +20,6 @@ from packaging.version import InvalidVersion, Version
 if TYPE_CHECKING:
     from jax_rocm7_plugin.findings import Finding
 
-# jaxlib 0.10.x is built against PJRT C API 0.x (pjrt_c_api.h: PJRT_API_MAJOR 0).
-PJRT_C_API_MAJOR_BY_JAXLIB_MINOR: dict[tuple[int, int], int] = {(0, 10): 0}
 PLUGIN = "jax-rocm7-plugin"
 PJRT = "jax-rocm7-pjrt"
 
@@ -105,5 +103,7 @@ def version_findings(plugin_version: str, jaxlib_version: str | None, pjrt_versi
 
 def expected_pjrt_c_api_major(jaxlib_version: str) -> int | None:
     """The PJRT C API major the given jaxlib speaks, when this policy knows it."""
+    from jax_rocm7_plugin import releases
+
     major, minor, _ = release(jaxlib_version)
-    return PJRT_C_API_MAJOR_BY_JAXLIB_MINOR.get((major, minor))
+    return releases.pjrt_c_api_major(major, minor)

@@ -78,6 +78,7 @@ def pjrt_library_with_code_for(
     runpath: Sequence[str] = ("/opt/rocm/lib",),
     extra_exports: Sequence[str] = (),
     needs: Sequence[str] = (),
+    link_dirs: Sequence[Path] = (),
 ) -> Path:
     """A PJRT-shaped library (GetPjrtApi, C API 0.81) whose .hip_fatbin section holds `fatbin`.
 
@@ -96,5 +97,5 @@ const struct api* GetPjrtApi(void) {{ {"hipInit(0);" if hip_dir else ""} return 
     flags = ["-Wl,--enable-new-dtags", "-Wl,-rpath," + ":".join(runpath)] if hip_dir else []
     flags.append("-Wl,--no-as-needed")  # keep NEEDED entries whose symbols the stub does not use
     libs = ([f":{HIP_RUNTIME}"] if hip_dir else []) + [f":{name}" for name in needs]
-    link_dirs = [hip_dir] if hip_dir else []
-    return compile_shared(directory, "pjrt_gpu", source, libs=libs, link_dirs=link_dirs, flags=flags)
+    search = [*([hip_dir] if hip_dir else []), *link_dirs]
+    return compile_shared(directory, "pjrt_gpu", source, libs=libs, link_dirs=search, flags=flags)

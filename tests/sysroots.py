@@ -8,6 +8,7 @@ access() them.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,13 +113,29 @@ def library_of(build: Path) -> Path:
     return build / "lib" / "libpjrt_gpu.so"
 
 
-def add_rocm(root: Path, build: Path, version: str = "7.0.2", *, link: bool = True, soname: str = HIP_RUNTIME) -> Path:
-    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it."""
+def add_rocm(
+    root: Path,
+    build: Path,
+    version: str = "7.0.2",
+    *,
+    link: bool = True,
+    soname: str = HIP_RUNTIME,
+    sysdeps: Sequence[Path] = (),
+) -> Path:
+    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it.
+
+    `sysdeps`: libraries put where ROCm >= 7.14 (TheRock) keeps its private system libraries
+    (librocm_sysdeps_*), lib/rocm_sysdeps/lib.
+    """
     home = root / "opt" / f"rocm-{version}"
     (home / ".info").mkdir(parents=True)
     (home / ".info" / "version").write_text(f"{version}-56\n")
     (home / "lib").mkdir()
     shutil.copy(build / "hip" / HIP_RUNTIME, home / "lib" / soname)
+    if sysdeps:
+        (home / "lib" / "rocm_sysdeps" / "lib").mkdir(parents=True)
+        for library in sysdeps:
+            shutil.copy(library, home / "lib" / "rocm_sysdeps" / "lib" / library.name)
     if link:
         (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
     return home

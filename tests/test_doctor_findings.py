@@ -9,8 +9,9 @@ import pytest
 
 from jax_rocm7_plugin import doctor
 from jax_rocm7_plugin.doctor import diagnose
-from tests.native import HIP_RUNTIME
-from tests.sysroots import Gpu, add_rocm, library_of, make_sysroot
+from tests.native import HIP_RUNTIME, compile_shared, pjrt_library_with_code_for
+from tests.sysroots import LIBRARY_TARGETS, Gpu, add_rocm, bundle_for, library_of, make_sysroot
+from tests.test_bazel import PJRT_RUNPATH
 
 GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
 
@@ -59,6 +60,38 @@ def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None
     assert ids(report) == ["library-dependency-missing"]
     assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
     assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.0.2/lib"}, root, library_of(build)).ok
+
+
+def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path, build: Path) -> None:
+    """ROCm >= 7.14 keeps librocm_sysdeps_* in lib/rocm_sysdeps/lib: a RUNPATH of /opt/rocm/lib alone
+    (the published 0.12.0 library's) misses them; pjrt/BUILD's RUNPATH reaches them."""
+    hip_dir = build / "hip"
+    numa = compile_shared(
+        tmp_path / "sysdeps",
+        "sysdeps_numa",
+        "int rocm_sysdeps_numa_probe(void) { return 0; }\n",
+        flags=["-Wl,-soname,librocm_sysdeps_numa.so.1"],
+        output_name="librocm_sysdeps_numa.so.1",
+    )
+    targets = bundle_for(LIBRARY_TARGETS)
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent]
+    )
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.14.0", sysdeps=[numa])
+    report = diagnose({}, root, library)
+    assert ids(report) == ["library-dependency-missing"]
+    missing = finding(report, "library-dependency-missing")
+    assert "librocm_sysdeps_numa.so.1" in missing.summary
+    sysdeps_dir = root / "opt" / "rocm" / "lib" / "rocm_sysdeps" / "lib"
+    assert f"/opt/rocm has librocm_sysdeps_numa.so.1 in {sysdeps_dir}: add that directory to LD_LIBRARY_PATH" in (
+        missing.evidence
+    )
+    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm/lib/rocm_sysdeps/lib"}, root, library).ok
+    ours = pjrt_library_with_code_for(
+        tmp_path / "ours", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent], runpath=PJRT_RUNPATH
+    )
+    assert diagnose({}, root, ours).ok
 
 
 def test_rocm_path_mismatch(tmp_path: Path, build: Path) -> None:
