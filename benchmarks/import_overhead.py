@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """What the wheel pair costs `import jax; jax.devices()` on a machine without an AMD GPU.
 
-Paired runs: each pair runs the same command in a venv with jax 0.10.2 only and in
-a venv with jax 0.10.2 plus our wheels, in alternating order (ABBA) so drift in
-machine load hits both sides alike. Prints both medians and the median of the
-per-pair ratios (goal: <= 1.01).
+Paired runs: each pair runs the same command in a venv with jax X.Y.Z only and in
+a venv with jax X.Y.Z plus our wheels (X.Y.Z is the wheels' release), in alternating
+order (ABBA) so drift in machine load hits both sides alike. Prints both medians and
+the median of the per-pair ratios (goal: <= 1.01).
 
-    python benchmarks/import_overhead.py --wheels dist/ [--runs 40]
+    python benchmarks/import_overhead.py --wheels dist/ [--runs 40] [--python /path/to/python3.12]
 """
 
 from __future__ import annotations
@@ -17,15 +17,13 @@ import statistics
 import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COMMAND = "import jax; jax.devices()"
-PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
 
 
-def ensure_venv(path: Path, packages: list[str]) -> Path:
+def ensure_venv(path: Path, packages: list[str], interpreter: str) -> Path:
     python = path / "bin" / "python"
     marker = path / ".packages"
     # Wheel files are identified by name, size and mtime, so a rebuilt wheel is reinstalled.
@@ -34,7 +32,7 @@ def ensure_venv(path: Path, packages: list[str]) -> Path:
     )
     if not python.exists() or not marker.exists() or marker.read_text() != wanted:
         print(f"creating {path} with {', '.join(Path(p).name for p in packages)}", flush=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+        subprocess.run([interpreter, "-m", "venv", "--clear", str(path)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
         marker.write_text(wanted)
     return python
@@ -65,14 +63,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=REPO / "dist", help="directory holding the pair's wheels")
     parser.add_argument("--runs", type=int, default=40, help="pairs of runs (default 40)")
-    parser.add_argument("--venvs", type=Path, default=REPO / ".bench", help="where the two venvs live")
+    parser.add_argument("--venvs", type=Path, default=REPO / ".bench", help="where the venvs live")
+    parser.add_argument("--python", default=sys.executable, help="the CPython of both venvs (default: this one)")
     args = parser.parse_args()
 
     wheels = sorted(str(p) for p in args.wheels.glob("jax_rocm7_*.whl"))
-    if not any("pjrt" in w for w in wheels) or not any("plugin" in w for w in wheels):
-        parser.error(f"{args.wheels} must hold a jax_rocm7_pjrt and a jax_rocm7_plugin wheel (build/build.py wheels)")
-    without = ensure_venv(args.venvs / "without", PINS)
-    with_pair = ensure_venv(args.venvs / "with", PINS + wheels)
+    plugins = [w for w in wheels if Path(w).name.startswith("jax_rocm7_plugin-")]
+    if not any("pjrt" in w for w in wheels) or len(plugins) != 1:
+        parser.error(f"{args.wheels} must hold a jax_rocm7_pjrt and one jax_rocm7_plugin wheel (build/build.py wheels)")
+    release = ".".join(Path(plugins[0]).name.split("-")[1].split(".")[:3])
+    pins = [f"jax=={release}", f"jaxlib=={release}"]
+    tag = subprocess.run(
+        [args.python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"jax {release} on CPython {tag}")
+    without = ensure_venv(args.venvs / tag / "without", pins, args.python)
+    with_pair = ensure_venv(args.venvs / tag / "with", pins + wheels, args.python)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
 
     for python in (without, with_pair):  # warm the page cache once

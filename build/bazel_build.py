@@ -190,7 +190,10 @@ PIN_NAMES = {
     "RULES_ML_TOOLCHAIN_COMMIT": "rules_ml_toolchain_commit",
     "RULES_ML_TOOLCHAIN_INTEGRITY": "rules_ml_toolchain_integrity",
 }
-JAX_MODULE_URL = "https://raw.githubusercontent.com/jax-ml/jax/{commit}/MODULE.bazel"
+# Where JAX's MODULE.bazel at a commit is read from without a checkout (a mirror may replace it).
+JAX_MODULE_URL = os.environ.get(
+    "JAX_ROCM_JAX_MODULE_URL", "https://raw.githubusercontent.com/jax-ml/jax/{commit}/MODULE.bazel"
+)
 
 
 def release_pins(row: Release, jax_module: str | None) -> dict[str, str]:

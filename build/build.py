@@ -348,8 +348,9 @@ def run_bazel(source: Source, args: argparse.Namespace, progress: Progress) -> S
     options = bazel_options(args)
     pins = bazel_pins(args)
     workspace = bazel_workspace(args, pins)
-    progress.step(f"Bazel workspace for {args.release}: {workspace} (JAX {pins['JAX_COMMIT'][:8]}, "
-                  f"XLA {pins['XLA_COMMIT'][:8]})")
+    progress.step(
+        f"Bazel workspace for {args.release}: {workspace} (JAX {pins['JAX_COMMIT'][:8]}, XLA {pins['XLA_COMMIT'][:8]})"
+    )
     command = bazel_build.build_command(source.toolchain, options)
     progress.step("$ " + bazel_build.shell_line(command))
     if subprocess.run(command, cwd=workspace, check=False).returncode != 0:

@@ -97,9 +97,10 @@ def git_hash_of(version_py: str) -> str:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         value = getattr(node, "value", None)
-        if isinstance(target, ast.Name) and target.id == "_git_hash" and isinstance(value, ast.Constant):
-            if isinstance(value.value, str) and re.fullmatch(r"[0-9a-f]{40}", value.value):
-                return value.value
+        named = isinstance(target, ast.Name) and target.id == "_git_hash"
+        text = value.value if isinstance(value, ast.Constant) else None
+        if named and isinstance(text, str) and re.fullmatch(r"[0-9a-f]{40}", text):
+            return text
     raise ValueError("jaxlib/version.py has no _git_hash (not a release build)")
 
 
@@ -119,9 +120,7 @@ def xla_pin_from_jax(jax_source: Path, commit: str) -> dict[str, str | None]:
     return {**jax_module_pins(text), "evidence": f"JAX's MODULE.bazel at {commit[:8]}, read from a jax-ml/jax checkout"}
 
 
-def release_row(
-    release: str, previous: dict[str, Any] | None, jax_source: Path | None, cache: Path
-) -> dict[str, Any]:
+def release_row(release: str, previous: dict[str, Any] | None, jax_source: Path | None, cache: Path) -> dict[str, Any]:
     pjrt_files = pypi_releases("jax-rocm7-pjrt")
     plugin_files = pypi_releases("jax-rocm7-plugin")
     jax_files = pypi_releases("jax")

@@ -31,4 +31,5 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
-.venv/bin/python -m pytest "$@"
+# Two workers; each end-to-end cell (a release's wheels and venvs) stays on one (xdist_group).
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -25,7 +25,9 @@ def _policy() -> dict[str, Any]:
 
 @cache
 def _library_pattern() -> re.Pattern[str]:
-    stems = "|".join(fnmatch.translate(stem).removeprefix("(?s:").removesuffix(")\\Z") for stem in _policy()["library_stems"])
+    stems = "|".join(
+        fnmatch.translate(stem).removeprefix("(?s:").removesuffix(")\\Z") for stem in _policy()["library_stems"]
+    )
     return re.compile(rf"lib(?:{stems})\.so(?:\.\d+)*")
 
 

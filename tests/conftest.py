@@ -5,7 +5,9 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -105,3 +107,60 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hip = fake_hip_runtime(directory / "hip", devices=1)
     pjrt_library_with_code_for(directory / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=hip.parent)
     return directory
+
+
+class Combo(NamedTuple):
+    """One cell of the end-to-end matrix: a release of the table, a CPython, and the jax version."""
+
+    release: str
+    python: str
+    jax: str
+
+    @property
+    def id(self) -> str:
+        return f"jax{self.jax}-py{self.python}"
+
+
+@pytest.fixture(scope="session")
+def standin_wheels(
+    tmp_path_factory: pytest.TempPathFactory, standin_library: Path
+) -> Callable[[str, str], dict[str, Path]]:
+    """Our pair built from the stand-in library for a release (and its pjrt .post1), once per release."""
+    from tests.wheels import build
+
+    built: dict[str, dict[str, Path]] = {}
+
+    def wheels_for(release: str, python: str) -> dict[str, Path]:
+        if release not in built:
+            out = tmp_path_factory.mktemp(f"dist-{release}")
+            common = ("--skip-check", "--release", release, "--python-version", python)  # a CPU plugin: not ROCm
+            pjrt, plugin = build(out, standin_library, *common)
+            (post1,) = build(out, standin_library, *common, "--only", "pjrt", "--post", "1")
+            built[release] = {"pjrt": pjrt, "plugin": plugin, "pjrt-post1": post1}
+        return built[release]
+
+    return wheels_for
+
+
+@pytest.fixture(scope="session")
+def e2e_venv(
+    tmp_path_factory: pytest.TempPathFactory, standin_wheels: Callable[[str, str], dict[str, Path]]
+) -> Callable[[Combo], Path]:
+    """A venv of the combo's CPython with its jax/jaxlib and our pair, once per combo (and xdist worker)."""
+    from tests.e2e import find_interpreter, make_venv, pip
+
+    made: dict[Combo, Path] = {}
+
+    def venv_for(combo: Combo) -> Path:
+        if combo not in made:
+            interpreter = find_interpreter(combo.python)
+            require(interpreter is not None, f"CPython {combo.python} (on PATH or under pyenv)")
+            assert interpreter is not None
+            wheels = standin_wheels(combo.release, combo.python)
+            python = make_venv(tmp_path_factory.mktemp(f"venv-{combo.id}") / "env", interpreter)
+            # Resolution through the plugin's metadata: its jax-rocm7-pjrt==X.Y.Z.* pin takes our local pjrt wheel.
+            pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(wheels["plugin"]), str(wheels["pjrt"]))
+            made[combo] = python
+        return made[combo]
+
+    return venv_for

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import subprocess
 import venv
 from pathlib import Path
@@ -10,9 +12,40 @@ from pathlib import Path
 PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
 
 
-def make_venv(path: Path) -> Path:
-    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+def make_venv(path: Path, interpreter: Path | None = None) -> Path:
+    """A fresh venv, of this interpreter or of `interpreter` (another CPython)."""
+    if interpreter is None:
+        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    else:
+        subprocess.run([str(interpreter), "-m", "venv", "--clear", str(path)], check=True, capture_output=True)
     return path / "bin" / "python"
+
+
+def _runs_as(candidate: str, version: str) -> bool:
+    try:
+        done = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={k: v for k, v in os.environ.items() if k != "PYENV_VERSION"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+def find_interpreter(version: str) -> Path | None:
+    """CPython `version` ("3.12"): pyenv's install of it (newest patch), else python3.12 on PATH."""
+    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    installed = sorted(
+        glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"),
+        key=lambda p: int(p.split("/versions/")[1].split("/")[0].split(".")[2].split("-")[0] or 0),
+    )
+    for candidate in [*reversed(installed), shutil.which(f"python{version}") or ""]:
+        if candidate and _runs_as(candidate, version):
+            return Path(candidate)
+    return None
 
 
 def pip(python: Path, *args: str) -> None:

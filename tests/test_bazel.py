@@ -180,7 +180,12 @@ def fake_build_host(tmp_path: Path, outputs: list[Path]) -> dict[str, str]:
     rocm = tmp_path / "rocm-7.0.2"
     (rocm / ".info").mkdir(parents=True)
     (rocm / ".info" / "version").write_text("7.0.2-56\n")
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ROCM_PATH": str(rocm)}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "ROCM_PATH": str(rocm),
+        "JAX_ROCM_BUILD_CACHE": str(tmp_path / "build-cache"),  # the per-release Bazel workspace goes here
+    }
 
 
 def build_py(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -267,3 +272,39 @@ def test_ci_script_without_gpus_says_so(tmp_path: Path) -> None:
         ["bash", "ci/run_pytest_rocm.sh", "--dry-run"], cwd=REPO, env=env, capture_output=True, text=True
     )
     assert done.returncode == 1 and "no usable AMD GPU" in done.stderr
+
+
+def test_a_release_with_full_pins_builds_from_them(tmp_path: Path) -> None:
+    from jax_rocm7_plugin import releases
+
+    row = releases.get("0.11.0")
+    assert row is not None and row.xla.commit is not None
+    env = fake_build_host(tmp_path, [])
+    done = build_py("--dry-run", "--release", "0.11.0", "--python-version", "3.13", env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"JAX_COMMIT={row.jax_commit} XLA_COMMIT={row.xla.commit}" in done.stdout
+    assert "--repo_env=HERMETIC_PYTHON_VERSION=3.13" in done.stdout
+    module = tmp_path / "build-cache" / "bazel-workspaces" / "0.11.0" / "MODULE.bazel"
+    assert bazel_build.module_pins(module)["XLA_COMMIT"] == row.xla.commit
+
+
+def test_a_release_without_an_xla_pin_reads_jax_module_bazel(tmp_path: Path) -> None:
+    """Test fixture: a MODULE.bazel shaped like JAX's, served from a file URL in place of GitHub."""
+    from tests.test_releases import jax_module
+
+    from jax_rocm7_plugin import releases
+
+    row = releases.get("0.12.0")
+    assert row is not None and row.xla.commit is None
+    (tmp_path / "jax" / row.jax_commit).mkdir(parents=True)
+    (tmp_path / "jax" / row.jax_commit / "MODULE.bazel").write_text(jax_module("4" * 40, "5" * 40))
+    url = f"file://{tmp_path}/jax/{{commit}}/MODULE.bazel"
+    env = {**fake_build_host(tmp_path, []), "JAX_ROCM_JAX_MODULE_URL": url}
+    done = build_py("--dry-run", "--release", "0.12.0", "--python-version", "3.12", env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"XLA_COMMIT={'4' * 40}" in done.stdout and f"RULES_ML_TOOLCHAIN_COMMIT={'5' * 40}" in done.stdout
+    unreachable = {**env, "JAX_ROCM_JAX_MODULE_URL": f"file://{tmp_path}/nowhere/{{commit}}"}
+    done = build_py("--dry-run", "--release", "0.12.0", "--python-version", "3.12", env=unreachable)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "XLA_COMMIT" in line and "--jax-source DIR" in line and "8dcb7aec" in line

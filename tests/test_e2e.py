@@ -7,19 +7,23 @@ loader under 'rocm' it runs jitted programs, so everything but the GPU is real.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e import clean_env, make_venv, our_warnings, pip, run_python
+from tests.conftest import Combo
+from tests.e2e import clean_env, our_warnings, pip, run_python
 from tests.native import library_needing_missing_dependency
 from tests.sysroots import make_sysroot
 from tests.wheels import build
 
-pytestmark = pytest.mark.slow
+# The detailed end-to-end cases run on 0.10.2/CPython 3.11; tests/test_matrix.py runs the core ones
+# on every release. Same group as the matrix's 0.10.2 cell, so both share its wheels and venv.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e-0.10.2")]
 # The stand-in is a CPU plugin, not a ROCm build: `check` would (rightly) refuse its pjrt wheel.
 STANDIN = "--skip-check"
+COMBO = Combo("0.10.2", "3.11", "0.10.2")
 
 JIT_ON_ROCM = """
 import jax, jax.numpy as jnp, numpy as np
@@ -33,20 +37,19 @@ DEVICES = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.device
 
 
 @pytest.fixture(scope="session")
-def wheels(tmp_path_factory: pytest.TempPathFactory, standin_library: Path) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("dist")
-    pjrt, plugin = build(out, standin_library, STANDIN)
-    (post1,) = build(out, standin_library, STANDIN, "--only", "pjrt", "--post", "1")
+def wheels(
+    tmp_path_factory: pytest.TempPathFactory,
+    standin_library: Path,
+    standin_wheels: Callable[[str, str], dict[str, Path]],
+) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("dist-older")
     (older,) = build(out, standin_library, STANDIN, "--only", "pjrt", "--release", "0.10.1")
-    return {"pjrt": pjrt, "plugin": plugin, "pjrt-post1": post1, "pjrt-0.10.1": older}
+    return {**standin_wheels(COMBO.release, COMBO.python), "pjrt-0.10.1": older}
 
 
 @pytest.fixture(scope="session")
-def python(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Path:
-    interpreter = make_venv(tmp_path_factory.mktemp("venv") / "env")
-    # Resolution through the plugin's metadata: its jax-rocm7-pjrt==0.10.2.* pin takes our local pjrt wheel.
-    pip(interpreter, "jax==0.10.2", "jaxlib==0.10.2", str(wheels["plugin"]), str(wheels["pjrt"]))
-    return interpreter
+def python(wheels: dict[str, Path], e2e_venv: Callable[[Combo], Path]) -> Path:
+    return e2e_venv(COMBO)
 
 
 @pytest.fixture
