@@ -290,9 +290,8 @@ def test_a_release_with_full_pins_builds_from_them(tmp_path: Path) -> None:
 
 def test_a_release_without_an_xla_pin_reads_jax_module_bazel(tmp_path: Path) -> None:
     """Test fixture: a MODULE.bazel shaped like JAX's, served from a file URL in place of GitHub."""
-    from tests.test_releases import jax_module
-
     from jax_rocm7_plugin import releases
+    from tests.test_releases import jax_module
 
     row = releases.get("0.12.0")
     assert row is not None and row.xla.commit is None
