@@ -9,7 +9,16 @@ import subprocess
 import venv
 from pathlib import Path
 
-PINS = ["jax==0.10.2", "jaxlib==0.10.2"]
+# What the end-to-end tests run: a jitted program on the 'rocm' devices, checked against NumPy.
+JIT_ON_ROCM = """
+import jax, jax.numpy as jnp, numpy as np
+devices = jax.devices("rocm")
+x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 10
+y = jax.jit(lambda a: jnp.tanh(a @ a.T))(jax.device_put(x, devices[0]))
+np.testing.assert_allclose(np.asarray(y), np.tanh(x @ x.T), rtol=1e-5)
+print("ROCM_DEVICES", len(devices), "RESULT_ON", list(y.devices())[0] in devices)
+"""
+DEVICES = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.devices()}))"
 
 
 def make_venv(path: Path, interpreter: Path | None = None) -> Path:

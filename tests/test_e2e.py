@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Combo
-from tests.e2e import clean_env, our_warnings, pip, run_python
+from tests.e2e import DEVICES, JIT_ON_ROCM, clean_env, our_warnings, pip, run_python
 from tests.native import library_needing_missing_dependency
 from tests.sysroots import make_sysroot
 from tests.wheels import build
@@ -24,16 +24,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e-0.10.2")]
 # The stand-in is a CPU plugin, not a ROCm build: `check` would (rightly) refuse its pjrt wheel.
 STANDIN = "--skip-check"
 COMBO = Combo("0.10.2", "3.11", "0.10.2")
-
-JIT_ON_ROCM = """
-import jax, jax.numpy as jnp, numpy as np
-devices = jax.devices("rocm")
-x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 10
-y = jax.jit(lambda a: jnp.tanh(a @ a.T))(jax.device_put(x, devices[0]))
-np.testing.assert_allclose(np.asarray(y), np.tanh(x @ x.T), rtol=1e-5)
-print("ROCM_DEVICES", len(devices), "RESULT_ON", list(y.devices())[0] in devices)
-"""
-DEVICES = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.devices()}))"
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 
 from jax_rocm7_plugin import releases
 from tests.conftest import Combo
-from tests.e2e import our_warnings, pip, run_python
+from tests.e2e import DEVICES, JIT_ON_ROCM, our_warnings, pip, run_python
 from tests.sysroots import make_sysroot
 
 pytestmark = pytest.mark.slow
@@ -27,15 +27,6 @@ COMBOS = [
     Combo("0.12.0", "3.12", "0.12.0.1"),  # a jax-only bump beside jaxlib 0.12.0
 ]
 
-JIT_ON_ROCM = """
-import jax, jax.numpy as jnp, numpy as np
-devices = jax.devices("rocm")
-x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 10
-y = jax.jit(lambda a: jnp.tanh(a @ a.T))(jax.device_put(x, devices[0]))
-np.testing.assert_allclose(np.asarray(y), np.tanh(x @ x.T), rtol=1e-5)
-print("ROCM_DEVICES", len(devices), "RESULT_ON", list(y.devices())[0] in devices)
-"""
-DEVICES = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.devices()}))"
 VERSIONS = (
     "import sys, jax, jaxlib.version as v, jax_rocm7_plugin as p, jax_rocm7_pjrt as q; "
     "print(sys.version_info[0], sys.version_info[1], jax.__version__, v.__version__, v._git_hash, "
