@@ -35,6 +35,7 @@ class Report(NamedTuple):
     packages: dict[str, str | None]
     sysroot: str
     rocm: dict[str, Any] | None = None
+    extensions: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,6 +49,7 @@ class Report(NamedTuple):
             "rocm": self.rocm or {},
             "library": self.library,
             "packages": self.packages,
+            "extensions": self.extensions or [],
             "sysroot": self.sysroot,
         }
 
@@ -103,7 +105,25 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
         "jaxlib": jaxlib,
     }
     gpus = _gpus(state, visible, targets, env)
-    return Report(most_severe_first(found), gpus, library_info, report_packages, str(root), rocm)
+    modules = _extensions(runtime.extensions)
+    return Report(most_severe_first(found), gpus, library_info, report_packages, str(root), rocm, modules)
+
+
+def _extensions(modules: tuple[runtime_checks.ExtensionState, ...]) -> list[dict[str, Any]]:
+    """The ROCm extension modules the plugin carries: what each gives, where it came from, if it loads."""
+    from jax_rocm7_plugin.extensions import CAPABILITIES, build_info
+
+    recorded = (build_info() or {}).get("modules", {})
+    return [
+        {
+            "module": m.module,
+            "capability": CAPABILITIES.get(m.module, m.module),
+            "available": not m.missing,
+            "missing": list(m.missing),
+            "source": recorded.get(m.module, {}).get("source"),
+        }
+        for m in modules
+    ]
 
 
 def internal_error(error: Exception, root: Path) -> Report:
@@ -258,6 +278,15 @@ def render_text(report: Report) -> str:
     lines.append("  packages: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in report.packages.items()))
     if report.library.get("found"):
         lines.append(f"  library: {report.library['path']} (from {report.library['source']})")
+    if not report.extensions:
+        lines.append(
+            "  extension modules: none in this wheel (ROCm custom calls: linalg, sparse, PRNG ... unavailable)"
+        )
+    for module in report.extensions or []:
+        state = "available" if module["available"] else f"unavailable: {', '.join(module['missing'])} not found"
+        source = module["source"] or {}
+        origin = f" (from {source['wheel']})" if source.get("wheel") else f" ({source['kind']})" if source else ""
+        lines.append(f"  extension: {module['module']}{origin}: {module['capability']} {state}")
     return "\n".join(lines)
 
 

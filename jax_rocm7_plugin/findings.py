@@ -160,6 +160,31 @@ def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Findi
     )
 
 
+def custom_calls_unavailable(cause: str, evidence: tuple[str, ...]) -> Finding:
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    return Finding(
+        "custom-calls-unavailable",
+        "warning",
+        f"ROCm custom calls unavailable: {cause}; jnp.linalg, jax.experimental.sparse, the GPU PRNG, "
+        "RNN and Pallas kernels cannot run on the 'rocm' devices",
+        "use the ROCm library of this release, not a stand-in: unset JAX_ROCM_PJRT_LIBRARY or "
+        f'pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        evidence,
+    )
+
+
+def extension_module_unavailable(summary: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "extension-module-unavailable",
+        "warning",
+        summary,
+        "install ROCm 7's libraries (AMD's packages into /opt/rocm, or pip install "
+        '"jax-rocm7-plugin[with-rocm]") or add their directory to LD_LIBRARY_PATH',
+        evidence,
+    )
+
+
 def version_skew(kind: str, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
     return Finding(f"version-skew-{kind}", "error", summary, fix, evidence)
 

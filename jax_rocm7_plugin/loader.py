@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import logging
 import os
 from collections.abc import Mapping
@@ -37,8 +36,6 @@ logger = logging.getLogger("jax_rocm7_plugin")
 
 BACKEND = "rocm"
 PRIORITY = 500
-# Modules jax imports from this package by name (jaxlib.plugin_support); Bazel builds them.
-EXTENSION_MODULES = ("rocm_plugin_extension", "_solver", "_linalg", "_prng", "_sparse", "_hybrid", "_rnn", "_triton")
 
 
 class Plan(NamedTuple):
@@ -47,6 +44,7 @@ class Plan(NamedTuple):
     library: LibraryChoice
     options: dict[str, Any]
     c_api_version: str | None = None
+    extensions: frozenset[int] = frozenset()  # PJRT_Extension_Type values the library offers
     warnings: tuple[Finding, ...] = ()
     environment_changes: tuple[str, ...] = ()
 
@@ -146,7 +144,7 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
             f'{versions.release_str(jaxlib_version)}.*"',
             (f"library: {path}", f"jaxlib=={jaxlib_version}"),
         )
-    return plan._replace(c_api_version=str(c_api))
+    return plan._replace(c_api_version=str(c_api), extensions=pjrt_api.extension_types(library))
 
 
 def _runtime_cause(library: LibraryChoice, root: Path, environ: Mapping[str, str]) -> Finding | None:
@@ -223,35 +221,73 @@ def _register(plan: Plan, platforms: str | None) -> None:
         plan.library.source,
         plan.c_api_version,
     )
-    extension = _import_extension_modules()
-    if extension is not None:
-        _register_extension(extension, c_api, xla_client)
+    extension = _import_plugin_extension()
+    if extension is None:
+        return
+    cause = _register_extension(extension, c_api, plan, xla_client)
+    if cause is not None:  # the backend works; only what needs custom calls is lost
+        finding = catalog.custom_calls_unavailable(cause, (f"library: {plan.library.path}",))
+        logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
 
 
-def _import_extension_modules() -> Any | None:
-    missing = [m for m in EXTENSION_MODULES if importlib.util.find_spec(f"jax_rocm7_plugin.{m}") is None]
-    if missing:
+def _import_plugin_extension() -> Any | None:
+    """rocm_plugin_extension, when this wheel carries it and it loads (a ROCm library may be missing)."""
+    from jax_rocm7_plugin import extensions
+
+    if not extensions.native_path("rocm_plugin_extension").is_file():
         logger.debug(
-            "not built into this jax-rocm7-plugin wheel (ROCm custom calls, e.g. linalg on GPU, are unavailable): %s",
-            ", ".join(missing),
+            "this jax-rocm7-plugin wheel carries no ROCm extension modules: %s",
+            extensions.lost("rocm_plugin_extension", "not built into the wheel"),
         )
-    if "rocm_plugin_extension" in missing:
         return None
-    return importlib.import_module("jax_rocm7_plugin.rocm_plugin_extension")
+    try:
+        return importlib.import_module("jax_rocm7_plugin.rocm_plugin_extension")
+    except ImportError as error:  # already named at debug level by load_native
+        logger.debug("%s", error)
+        return None
 
 
-def _register_extension(extension: Any, c_api: Any, xla_client: Any) -> None:
-    """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM."""
+def _register_extension(extension: Any, c_api: Any, plan: Plan, xla_client: Any) -> str | None:
+    """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM; the cause if not all went.
+
+    A library without the extensions jaxlib's GPU plugin code needs (the CPU stand-in, say) gets no
+    handler: jaxlib would install it and then raise on every ROCM registration, queued or later.
+    """
+    from jax_rocm7_plugin import pjrt_api
     from jax_rocm7_plugin.client_options import PLATFORM_NAME
 
-    xla_client.register_custom_type_handler(PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api))
-    xla_client.register_custom_call_handler(
-        PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)
-    )
-    for name, value in extension.ffi_types().items():
-        xla_client.register_custom_type(name, value, platform=PLATFORM_NAME)
-    for name, value in extension.ffi_handlers().items():
-        xla_client.register_custom_call_target(name, value, platform=PLATFORM_NAME, api_version=1)
+    missing = [
+        name
+        for kind, name in (
+            (pjrt_api.EXTENSION_GPU_CUSTOM_CALL, "GPU custom-call"),
+            (pjrt_api.EXTENSION_FFI, "FFI"),
+        )
+        if kind not in plan.extensions
+    ]
+    if missing:
+        return f"the PJRT library offers no {' or '.join(missing)} extension, which jaxlib's ROCm modules need"
+    try:
+        xla_client.register_custom_type_handler(PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api))
+        xla_client.register_custom_call_handler(
+            PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)
+        )
+        for name, value in extension.ffi_types().items():
+            xla_client.register_custom_type(name, value, platform=PLATFORM_NAME)
+        for name, value in extension.ffi_handlers().items():
+            xla_client.register_custom_call_target(name, value, platform=PLATFORM_NAME, api_version=1)
+    except Exception as error:  # noqa: BLE001 - jaxlib raises its own runtime error types
+        _withdraw_handlers(xla_client, PLATFORM_NAME)
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _withdraw_handlers(xla_client: Any, platform: str) -> None:
+    """Take back handlers that failed, so later ROCM registrations queue instead of raising."""
+    name = getattr(xla_client, "xla_platform_names", {}).get(platform, platform)
+    for table in ("_custom_callback_handler", "_custom_type_id_handler"):
+        handlers = getattr(xla_client, table, None)
+        if isinstance(handlers, dict):
+            handlers.pop(name, None)
 
 
 class RocmUnavailable(RuntimeError):

@@ -19,15 +19,24 @@ from jax_rocm7_plugin.rocm_install import RocmInstall, find_rocm_installs, rocm_
 HIP_SONAME = "libamdhip64.so.7"
 
 
+class ExtensionState(NamedTuple):
+    module: str  # _solver, rocm_plugin_extension, ...
+    path: Path
+    missing: tuple[str, ...]  # libraries the dynamic loader would not find for it
+
+
 class RuntimeState(NamedTuple):
     installs: list[RocmInstall]
     dependencies: DependencyReport | None  # None when there is no library to resolve
     findings: list[Finding]
+    extensions: tuple[ExtensionState, ...] = ()
 
 
 def extension_modules() -> list[Path]:
-    """The plugin's own native modules (built by Bazel), whose NEEDED libraries count too."""
-    return sorted(Path(__file__).resolve().parent.glob("*.so"))
+    """The ROCm extension modules this plugin wheel carries (in _native/; none in a pure-Python wheel)."""
+    from jax_rocm7_plugin.extensions import native_dir
+
+    return sorted(native_dir().glob("*.so"))
 
 
 def runtime_state(
@@ -45,10 +54,30 @@ def runtime_state(
         found.extend(rocm_findings(installs, environ))
     dependencies = None
     if library is not None:
-        dependencies = resolve_dependencies([library, *extensions], root, environ, conf_dirs=conf_dirs)
+        dependencies = resolve_dependencies([library], root, environ, conf_dirs=conf_dirs)
         found.extend(dependency_findings(dependencies, installs))
         found.extend(rocm_path_findings(environ, dependencies, root))
-    return RuntimeState(installs, dependencies, found)
+    modules = tuple(
+        ExtensionState(
+            path.stem, path, tuple(resolve_dependencies([path], root, environ, conf_dirs=conf_dirs).missing_names)
+        )
+        for path in extensions
+    )
+    found.extend(extension_findings(modules))
+    return RuntimeState(installs, dependencies, found, modules)
+
+
+def extension_findings(modules: Sequence[ExtensionState]) -> list[Finding]:
+    """A warning per module that cannot load: the backend still comes up, without what it gives."""
+    from jax_rocm7_plugin.extensions import lost
+
+    return [
+        catalog.extension_module_unavailable(
+            lost(m.module, f"{', '.join(m.missing)} not found"), (f"{m.path} needs {', '.join(m.missing)}",)
+        )
+        for m in modules
+        if m.missing
+    ]
 
 
 def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -> list[Finding]:

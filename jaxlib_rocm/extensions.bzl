@@ -1,7 +1,7 @@
 """The modules jax imports from jax_rocm7_plugin by name (jaxlib.plugin_support.import_from_plugin).
 
-Built from the pinned JAX sources (@jax//jaxlib/rocm). The loader's EXTENSION_MODULES
-lists the same names; a test keeps the two equal.
+Built from the pinned JAX sources (@jax//jaxlib/rocm). jax_rocm7_plugin/extensions.py's
+EXTENSION_MODULES lists the same names; a test keeps the two equal.
 """
 
 EXTENSION_MODULES = [

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from build import bazel_build
-from jax_rocm7_plugin.loader import EXTENSION_MODULES
+from jax_rocm7_plugin.extensions import EXTENSION_MODULES
 from tests.conftest import REPO, require
 from tests.native import compile_shared, fake_hip_runtime, pjrt_library_with_code_for
 from tests.starlark import STARLARK_FILES, bazelrc_configs, evaluate_build, label_parts
