@@ -27,17 +27,17 @@ STAGING = staging_dir()
 # setuptools takes sources, LICENSE and READMEs relative to the working directory.
 os.chdir(STAGING)
 BUILD = json.loads((STAGING / "plugin_build.json").read_text(encoding="utf-8"))
-HAS_EXTENSIONS = any((STAGING / "jax_rocm7_plugin").glob("*.so"))
+# The CPython the extension modules were built for (build.py's target, not the Python running this).
+PYTHON_TAG = BUILD.get("python_tag")
 
 
 class PluginWheel(bdist_wheel):
     """py3-none-any without extension modules; cpXY-cpXY-manylinux_2_28 with them."""
 
     def get_tag(self) -> tuple[str, str, str]:
-        if not HAS_EXTENSIONS:
+        if not PYTHON_TAG:
             return "py3", "none", "any"
-        abi = f"cp{sys.version_info.major}{sys.version_info.minor}"
-        return abi, abi, "manylinux_2_28_" + sysconfig.get_platform().split("-")[-1]
+        return PYTHON_TAG, PYTHON_TAG, "manylinux_2_28_" + sysconfig.get_platform().split("-")[-1]
 
 
 setup(
@@ -47,15 +47,17 @@ setup(
     long_description=(STAGING / "README.plugin.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    license_files=["LICENSE"],
+    license_files=["LICENSE", *(["NOTICE"] if (STAGING / "NOTICE").is_file() else [])],
     python_requires=BUILD["requires_python"],
     packages=["jax_rocm7_plugin", "jax_plugins.rocm7"],
-    package_data={"jax_rocm7_plugin": ["*.so", "py.typed", "releases.json"]},
+    package_data={"jax_rocm7_plugin": ["py.typed", "*.json", "_native/*.so", "_native/*.json"]},
     include_package_data=False,
     zip_safe=False,
     install_requires=[
         # Any .postN (or 4th component) of the library for this release installs beside us.
         f"jax-rocm7-pjrt=={BUILD['release']}.*",
+        # The extension modules are built against one jaxlib (its nanobind types): pinned exactly.
+        *([BUILD["jaxlib_pin"]] if BUILD.get("jaxlib_pin") else []),
         "packaging>=23",
         "pyelftools>=0.31",
         "zstandard>=0.22",

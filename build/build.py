@@ -40,7 +40,7 @@ from typing import Any, BinaryIO, NamedTuple
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from build import bazel_build  # noqa: E402
+from build import bazel_build, extension_modules  # noqa: E402
 from jax_rocm7_plugin import releases  # noqa: E402
 from jax_rocm7_plugin.elf_header import shared_object_problem  # noqa: E402
 
@@ -103,7 +103,16 @@ def sha256_file(path: Path) -> str:
 # ---------------------------------------------------------------- library sources
 
 
-def released_download_command(version: str, cache: Path) -> list[str]:
+def released_download_command(
+    version: str, cache: Path, distribution: str = "jax-rocm7-pjrt", python: str | None = None
+) -> list[str]:
+    """pip download of one published wheel; `python` ("3.12"): a CPython wheel for that target,
+    whatever Python runs the build (the tag comes from the target)."""
+    target = []
+    if python is not None:
+        abi = "cp" + python.replace(".", "")
+        target = ["--python-version", python, "--implementation", "cp", "--abi", abi]
+        target += ["--platform", "manylinux_2_27_x86_64", "--platform", "manylinux_2_28_x86_64"]
     return [
         sys.executable,
         "-m",
@@ -111,13 +120,16 @@ def released_download_command(version: str, cache: Path) -> list[str]:
         "download",
         "--no-deps",
         "--only-binary=:all:",
+        *target,
         "--dest",
         str(cache),
-        f"jax-rocm7-pjrt=={version}",
+        f"{distribution}=={version}",
     ]
 
 
-def verified_download(artifact: releases.Artifact, distribution: str, progress: Progress) -> Path:
+def verified_download(
+    artifact: releases.Artifact, distribution: str, progress: Progress, python: str | None = None
+) -> Path:
     """The published wheel `artifact` names, from the cache or the package index, with the sha256 the
     release table records. A file whose hash differs stops the build (and is set aside, not deleted)."""
     cache = CACHE_DIR / "released"
@@ -127,8 +139,7 @@ def verified_download(artifact: releases.Artifact, distribution: str, progress: 
         progress.step(f"using cached {wheel.name}")
     else:
         progress.step(f"downloading {distribution}=={artifact.version} from the package index into {cache}")
-        command = released_download_command(artifact.version, cache)
-        command[-1] = f"{distribution}=={artifact.version}"
+        command = released_download_command(artifact.version, cache, distribution, python)
         if subprocess.run(command).returncode != 0:
             raise BuildError(
                 f"could not download {distribution}=={artifact.version}; check the package index "
@@ -385,6 +396,15 @@ def dry_run(args: argparse.Namespace, source: Source, version: str, output_dir: 
         artifact = args.row.published_pjrt
         print("$ " + bazel_build.shell_line(released_download_command(artifact.version, CACHE_DIR / "released")))
         print(f"# then: sha256 of {artifact.filename} must be {artifact.sha256}")
+    if args.extension_modules == "released" or (args.extension_modules is None and source.kind == "released"):
+        for python in args.pythons:
+            plugin = args.row.plugin.get(extension_modules.python_tag(python)) if args.row else None
+            if plugin is None:
+                print(f"# no published extension modules for CPython {python}")
+                continue
+            command = released_download_command(plugin.version, CACHE_DIR / "released", "jax-rocm7-plugin", python)
+            print("$ " + bazel_build.shell_line(command))
+            print(f"# then: sha256 of {plugin.filename} must be {plugin.sha256}")
     for script, wanted in (("setup_pjrt.py", "pjrt"), ("setup_plugin.py", "plugin")):
         if args.only in (None, wanted):
             work = Path("<tmp>")
@@ -444,25 +464,78 @@ def _plugin_sources() -> Iterator[tuple[Path, Path]]:
                 yield path, path.relative_to(REPO)
 
 
+def module_set(
+    args: argparse.Namespace, source: Source, python: str, work: Path, progress: Progress
+) -> extension_modules.ModuleSet | None:
+    """The extension modules the plugin wheel for CPython `python` carries (None: a pure-Python wheel).
+
+    --extension-modules decides; without it, the modules come with the library's source: the
+    published plugin wheel for `released`, Bazel's outputs for `bazel`, none for a library PATH.
+    """
+    choice = args.extension_modules
+    if choice is None:
+        choice = {"released": "released", "bazel": "bazel"}.get(source.kind, "none")
+    if choice == "none":
+        return None
+    if choice == "bazel":
+        if not source.extensions:
+            return None
+        return extension_modules.from_bazel(source.extensions, python, source.provenance or {"kind": "bazel"})
+    if choice == "released":
+        row: releases.Release | None = args.row
+        if row is None:
+            raise BuildError(
+                f"--extension-modules released needs a release of releases.json; {args.release} is not one"
+            )
+        tag = extension_modules.python_tag(python)
+        artifact = row.plugin.get(tag)
+        if artifact is None:
+            raise BuildError(
+                f"jax-rocm7-plugin {row.release} is published for {', '.join(row.plugin)}, not {tag}: "
+                "no extension modules for that CPython"
+            )
+        wheel = verified_download(artifact, "jax-rocm7-plugin", progress, python)
+        progress.step(f"taking the extension modules from {wheel.name}")
+        try:
+            return extension_modules.from_published_wheel(wheel, artifact.sha256, python, work / tag)
+        except ValueError as error:
+            raise BuildError(str(error)) from None
+    try:
+        return extension_modules.from_directory(Path(choice), python)
+    except ValueError as error:
+        raise BuildError(f"--extension-modules {choice}: {error}") from None
+
+
 def build_plugin_wheel(
-    args: argparse.Namespace, extensions: tuple[Path, ...], version: str, output_dir: Path, progress: Progress
+    args: argparse.Namespace,
+    modules: extension_modules.ModuleSet | None,
+    version: str,
+    output_dir: Path,
+    progress: Progress,
 ) -> Path:
     with tempfile.TemporaryDirectory(prefix="jax-rocm7-plugin-") as tmp:
         staging = Path(tmp) / "staging"
         for source, relative in _plugin_sources():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, staging / relative)
-        for module in extensions:  # built by Bazel: the wheel becomes cpXY-cpXY-manylinux
-            progress.step(f"adding extension module {module.name}")
-            shutil.copy2(module, staging / "jax_rocm7_plugin" / module.name)
+        if modules is not None:  # the wheel becomes cpXY-cpXY-manylinux_2_28 for that CPython
+            progress.step(f"adding extension modules for CPython {modules.python}: {', '.join(sorted(modules.paths))}")
+            extension_modules.stage(
+                modules, staging / "jax_rocm7_plugin", staging, version=version, release=args.release
+            )
         stamp_version(staging / "jax_rocm7_plugin" / "version.py", version, args.release)
         row: releases.Release | None = args.row
         build = {
             "version": version,
             "release": args.release,
             "rocm_version": "7.x",
-            # A release of the table: the CPythons its jaxlib runs on; one outside it: what our code needs.
-            "requires_python": row.requires_python if row is not None else ">=3.11",
+            # Modules: one CPython, and the exact jaxlib they were built for (jaxlib imports them before
+            # our loader runs, so the pin is their only guard). Without: the CPythons of the release.
+            "python_tag": modules.tag if modules is not None else None,
+            "requires_python": (
+                f"=={modules.python}.*" if modules is not None else row.requires_python if row is not None else ">=3.11"
+            ),
+            "jaxlib_pin": f"jaxlib=={args.release}" if modules is not None else None,
         }
         (staging / "plugin_build.json").write_text(json.dumps(build, indent=2) + "\n", encoding="utf-8")
         stage_common(staging, "README.plugin.md", _PLUGIN_README.format(**build))
@@ -516,7 +589,10 @@ def wheels_command(args: argparse.Namespace) -> int:
     if args.only in (None, "pjrt"):
         built.append(build_pjrt_wheel(args, source, version, output_dir, progress))
     if args.only in (None, "plugin"):
-        built.append(build_plugin_wheel(args, source.extensions, version, output_dir, progress))
+        with tempfile.TemporaryDirectory(prefix="jax-rocm7-modules-") as work:
+            for python in args.pythons:
+                modules = module_set(args, source, python, Path(work), progress)
+                built.append(build_plugin_wheel(args, modules, version, output_dir, progress))
     status = 0
     if not args.skip_check:
         progress.step("checking the wheels (build.py check)")
@@ -534,6 +610,8 @@ def _targets(text: str) -> tuple[str, ...]:
 
 
 def _python_version(text: str) -> str:
+    if text == "all":
+        return text
     try:
         return bazel_build.check_python_version(text)
     except ValueError as error:
@@ -592,7 +670,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--python-version",
         type=_python_version,
         help="CPython the wheels serve: picks the default release and the extension modules' ABI "
-        "(default: this interpreter's)",
+        "(default: this interpreter's); 'all': one plugin wheel per CPython of the release",
+    )
+    wheels.add_argument(
+        "--extension-modules",
+        metavar="DIR|released|none",
+        help="jaxlib's ROCm extension modules for the plugin wheel: a folder of built modules, 'released' "
+        "(from the published jax-rocm7-plugin wheel for the target CPython), or 'none' (default: released "
+        "with --pjrt-library released, Bazel's with bazel, none with a library PATH)",
     )
     wheels.add_argument("--xla-source", type=_directory, metavar="DIR", help="build XLA from this checkout")
     wheels.add_argument("--jax-source", type=_directory, metavar="DIR", help="build JAX from this checkout")
@@ -625,11 +710,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     except InvalidVersion:
         parser.error(f"--release must be X.Y.Z, got {args.release!r}")
     explicit_library = args.pjrt_library not in (None, "released", "bazel")
+    every_python = args.python_version == "all"
     try:
-        args.row = choose_release(args.release, args.python_version, explicit_library)
+        if every_python:
+            args.row = releases.get(args.release) if args.release else releases.newest()
+            if args.row is None:
+                raise ValueError(f"--python-version all needs a release of releases.json; {args.release} is not one")
+        else:
+            args.row = choose_release(args.release, args.python_version, explicit_library)
     except ValueError as error:
         parser.error(str(error))
-    args.python_version = args.python_version or running_python()
+    if every_python and args.extension_modules not in (None, "released", "none"):
+        parser.error("--python-version all takes modules per CPython: use --extension-modules released or none")
+    if args.extension_modules not in (None, "released", "none") and not Path(args.extension_modules).is_dir():
+        parser.error(f"--extension-modules {args.extension_modules}: not a directory (or 'released', 'none')")
+    args.pythons = list(args.row.python) if every_python else [args.python_version or running_python()]
+    args.python_version = args.pythons[0]
     args.release = args.row.release if args.row is not None else args.release
     return args
 

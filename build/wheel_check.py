@@ -15,10 +15,12 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import json
 import posixpath
 import re
 import tempfile
 import zipfile
+from email.message import Message
 from email.parser import Parser
 from pathlib import Path
 
@@ -57,7 +59,7 @@ def check_wheel(path: Path) -> list[str]:
         if name == PJRT:
             problems += _pjrt(archive, path, set(tags))
         elif name == PLUGIN:
-            problems += _plugin(archive, version, set(tags))
+            problems += _plugin(archive, path, version, set(tags))
         else:
             problems.append(f"not one of our wheels ({name})")
     return problems
@@ -201,7 +203,7 @@ def _policy(path: Path, needed: tuple[str, ...]) -> list[str]:
     return problems
 
 
-def _plugin(archive: zipfile.ZipFile, version: Version, tags: set[Tag]) -> list[str]:
+def _plugin(archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Tag]) -> list[str]:
     problems: list[str] = []
     info = _dist_info(archive)
     assert info is not None
@@ -225,16 +227,85 @@ def _plugin(archive: zipfile.ZipFile, version: Version, tags: set[Tag]) -> list[
     ]
     if [str(p.specifier) for p in pins] != [f"=={release}.*"]:
         problems.append(f"must require {PJRT}=={release}.*, requires {[str(p) for p in pins] or 'nothing'}")
-    extensions = [n for n in names if n.startswith("jax_rocm7_plugin/") and n.endswith(".so")]
-    if not extensions and tags != {Tag("py3", "none", "any")}:
-        problems.append(f"carries no extension modules, so its tag must be py3-none-any, not {sorted(map(str, tags))}")
-    if extensions:
-        good = len(tags) == 1 and (t := next(iter(tags))).interpreter == t.abi and t.interpreter.startswith("cp")
-        if not good or t.platform != POLICY:
-            problems.append(
-                f"carries extension modules, so its tag must be cpXY-cpXY-{POLICY}, not {sorted(map(str, tags))}"
-            )
+    problems += _extension_modules(archive, path, version, tags, metadata)
     return problems
+
+
+def _extension_modules(
+    archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Tag], metadata: Message
+) -> list[str]:
+    """Modules, tag, ABI and pins agree: cpXY-cpXY-manylinux_2_28 with modules for CPython X.Y only,
+    Requires-Python ==X.Y.*, jaxlib pinned to the release, each module behind its public stub."""
+    from jax_rocm7_plugin.extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR
+
+    names = set(archive.namelist())
+    native_prefix = f"jax_rocm7_plugin/{NATIVE_DIR}/"
+    natives = sorted(n for n in names if n.startswith(native_prefix) and n.endswith(".so"))
+    problems = [
+        f"{n} is outside {native_prefix}: jaxlib would load it during every `import jax`"
+        for n in sorted(names)
+        if n.startswith("jax_rocm7_plugin/") and n.endswith(".so") and n not in natives
+    ]
+    release = ".".join(str(p) for p in (*version.release, 0, 0)[:3])
+    pins = [Requirement(r) for r in metadata.get_all("Requires-Dist", []) if Requirement(r).name == "jaxlib"]
+    if not natives:
+        if tags != {Tag("py3", "none", "any")}:
+            problems.append(
+                f"carries no extension modules, so its tag must be py3-none-any, not {sorted(map(str, tags))}"
+            )
+        return problems
+    tag = next(iter(tags)) if len(tags) == 1 else None
+    if tag is None or tag.interpreter != tag.abi or not tag.interpreter.startswith("cp") or tag.platform != POLICY:
+        return [
+            *problems,
+            f"carries extension modules, so its tag must be cpXY-cpXY-{POLICY}, not {sorted(map(str, tags))}",
+        ]
+    python = f"{tag.interpreter[2]}.{tag.interpreter[3:]}"
+    info_name = native_prefix + BUILD_INFO
+    info = json.loads(archive.read(info_name)) if info_name in names else None
+    if info is None:
+        problems.append(f"{info_name} is missing: where the modules came from is not recorded")
+    elif info.get("python_tag") != tag.interpreter or info.get("jaxlib") != release:
+        problems.append(
+            f"{info_name} says the modules are for {info.get('python_tag')} and jaxlib {info.get('jaxlib')}, "
+            f"the wheel is {tag.interpreter} for jaxlib {release}"
+        )
+    if metadata.get("Requires-Python") != f"=={python}.*":
+        problems.append(
+            f"Requires-Python is {metadata.get('Requires-Python')!r}; modules for CPython {python} need '=={python}.*'"
+        )
+    if [str(p.specifier) for p in pins] != [f"=={release}"]:
+        problems.append(
+            f"must pin jaxlib=={release} (the modules' only guard), pins {[str(p) for p in pins] or 'nothing'}"
+        )
+    if not any(n.endswith("/licenses/NOTICE") for n in names):
+        problems.append("carries re-packaged extension modules but no NOTICE file")
+    recorded = (info or {}).get("modules", {})
+    needed: set[str] = set()
+    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+
+    with tempfile.TemporaryDirectory() as directory:
+        for member in natives:
+            module = posixpath.basename(member).split(".", 1)[0]
+            if module not in EXTENSION_MODULES:
+                problems.append(f"{member}: jaxlib never imports a ROCm module named {module}")
+                continue
+            stub = f"jax_rocm7_plugin/{module}.py"
+            if stub not in names or "load_native(__name__)" not in archive.read(stub).decode():
+                problems.append(f"{member} has no public stub {stub} that loads it")
+            data = archive.read(member)
+            if recorded.get(module, {}).get("sha256") != hashlib.sha256(data).hexdigest():
+                problems.append(f"{member} is not the file {info_name} records")
+            extracted = Path(archive.extract(member, directory))
+            try:
+                facts = read_dynamic(extracted)
+            except ElfError as error:
+                problems.append(f"{member} is not a readable ELF object: {error}")
+                continue
+            if f"PyInit_{module}" not in facts.exports:
+                problems.append(f"{member} does not export PyInit_{module}: not a CPython extension module")
+            needed.update(facts.needed)
+    return problems + _policy(path, tuple(sorted(needed)))
 
 
 def _defines_initialize(source: str) -> bool:

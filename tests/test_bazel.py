@@ -217,6 +217,10 @@ def test_missing_toolchain_is_one_clear_sentence(tmp_path: Path) -> None:
     assert "bazelisk" in line and "ROCm 7" in line and "--pjrt-library PATH" in line
 
 
+def info_commit() -> str:
+    return bazel_build.module_pins()["JAX_COMMIT"]
+
+
 def test_bazel_outputs_become_the_wheel_pair(tmp_path: Path) -> None:
     """The Bazel path end to end with a stand-in bazelisk: its outputs land in the right wheels."""
     outputs = tmp_path / "bazel-bin"
@@ -236,7 +240,9 @@ def test_bazel_outputs_become_the_wheel_pair(tmp_path: Path) -> None:
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert plugin.name == f"jax_rocm7_plugin-0.10.2-{tag}-{tag}-manylinux_2_28_x86_64.whl"
     with zipfile.ZipFile(plugin) as archive:
-        assert "jax_rocm7_plugin/_solver.so" in archive.namelist()
+        assert {"jax_rocm7_plugin/_native/_solver.so", "jax_rocm7_plugin/_solver.py"} <= set(archive.namelist())
+        modules = json.loads(archive.read("jax_rocm7_plugin/_native/build_info.json"))["modules"]
+        assert modules["_solver"]["kind"] == "bazel" and modules["_solver"]["jax_commit"] == info_commit()
     with zipfile.ZipFile(pjrt) as archive:
         info = json.loads(archive.read("jax_rocm7_pjrt/build_info.json"))
     assert info["source"]["kind"] == "bazel"

@@ -279,9 +279,13 @@ def test_released_wheels_pass_check_for_every_python(row: releases.Release, tmp_
         (other,) = build(
             tmp_path / python, None, "--release", row.release, "--python-version", python, "--only", "plugin"
         )
+        tag = "cp" + python.replace(".", "")
+        assert other.name == f"jax_rocm7_plugin-{row.release}-{tag}-{tag}-manylinux_2_28_x86_64.whl"
         with zipfile.ZipFile(other) as archive:
             metadata = archive.read(f"jax_rocm7_plugin-{row.release}.dist-info/METADATA").decode()
-        assert f"Requires-Python: {row.requires_python}" in metadata
+            build_info = json.loads(archive.read("jax_rocm7_plugin/_native/build_info.json"))
+        assert f"Requires-Python: =={python}.*" in metadata and f"Requires-Dist: jaxlib=={row.release}\n" in metadata
+        assert {m["wheel_sha256"] for m in build_info["modules"].values()} == {row.plugin[tag].sha256}
 
 
 def test_the_readme_lists_the_releases_of_the_table() -> None:

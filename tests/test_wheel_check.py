@@ -120,11 +120,85 @@ def test_plugin_tags_must_match_contents(good: dict[str, Path], tmp_path: Path) 
     renamed = problems_after(good["plugin"], tmp_path, "jax_rocm7_plugin-0.10.2-cp311-cp311-manylinux_2_28_x86_64.whl")
     assert any("carries no extension modules, so its tag must be py3-none-any" in p for p in renamed)
     with_extension = problems_after(
-        good["plugin"], tmp_path / "ext", replace={"jax_rocm7_plugin/_solver.so": b"\x7fELF"}
+        good["plugin"], tmp_path / "ext", replace={"jax_rocm7_plugin/_native/_solver.so": b"\x7fELF"}
     )
     assert any(
         "carries extension modules, so its tag must be cpXY-cpXY-manylinux_2_28_x86_64" in p for p in with_extension
     )
+    stray = problems_after(good["plugin"], tmp_path / "stray", replace={"jax_rocm7_plugin/_solver.so": b"\x7fELF"})
+    assert stray == [
+        "jax_rocm7_plugin/_solver.so is outside jax_rocm7_plugin/_native/: jaxlib would load it during every `import jax`"
+    ]
+
+
+@pytest.fixture(scope="module")
+def with_modules(parts: Path) -> Path:
+    """A plugin wheel with two small compiled extension modules (test fixtures shaped like jaxlib's)."""
+    modules = parts / "modules"
+    for name in ("_solver", "rocm_plugin_extension"):
+        source = f"int hipInit(unsigned);\nvoid* PyInit_{name}(void) {{ hipInit(0); return 0; }}\n"
+        compile_shared(
+            modules, name, source, libs=[":libamdhip64.so.7"], link_dirs=[parts / "hip"], output_name=f"{name}.so"
+        )
+    (plugin,) = build(
+        parts / "dist-modules", None, "--only", "plugin", "--extension-modules", str(modules), "--python-version", "3.12",
+        "--release", "0.12.0",
+    )  # fmt: skip
+    return plugin
+
+
+def test_a_plugin_with_modules_passes(with_modules: Path) -> None:
+    assert with_modules.name == "jax_rocm7_plugin-0.12.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    assert check_wheel(with_modules) == []
+
+
+METADATA_012 = "jax_rocm7_plugin-0.12.0.dist-info/METADATA"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"replace": {"jax_rocm7_plugin/_solver.py": None}},
+            "jax_rocm7_plugin/_native/_solver.so has no public stub jax_rocm7_plugin/_solver.py that loads it",
+        ),
+        (
+            {"replace": {"jax_rocm7_plugin/_native/_solver.so": b"\x7fELF junk"}},
+            "jax_rocm7_plugin/_native/_solver.so is not the file jax_rocm7_plugin/_native/build_info.json records",
+        ),
+        (
+            {
+                "transform": {
+                    METADATA_012: lambda b: b.replace(b"Requires-Python: ==3.12.*", b"Requires-Python: >=3.12")
+                }
+            },
+            "Requires-Python is '>=3.12'; modules for CPython 3.12 need '==3.12.*'",
+        ),
+        (
+            {"transform": {METADATA_012: lambda b: b.replace(b"Requires-Dist: jaxlib==0.12.0\n", b"")}},
+            "must pin jaxlib==0.12.0 (the modules' only guard), pins nothing",
+        ),
+        (
+            {"replace": {"jax_rocm7_plugin-0.12.0.dist-info/licenses/NOTICE": None}},
+            "carries re-packaged extension modules but no NOTICE file",
+        ),
+        (
+            {"name": "jax_rocm7_plugin-0.12.0-cp313-cp313-manylinux_2_28_x86_64.whl"},
+            "jax_rocm7_plugin/_native/build_info.json says the modules are for cp312 and jaxlib 0.12.0, "
+            "the wheel is cp313 for jaxlib 0.12.0",
+        ),
+    ],
+)
+def test_modules_tag_abi_and_pins_must_agree(
+    with_modules: Path, tmp_path: Path, change: dict[str, object], expected: str
+) -> None:
+    name = str(change.pop("name", with_modules.name))
+    if name != with_modules.name:  # the WHEEL file must agree with the new name, or that is reported first
+        change["transform"] = {
+            "jax_rocm7_plugin-0.12.0.dist-info/WHEEL": lambda b: b.replace(b"cp312-cp312", b"cp313-cp313")
+        }
+    found = problems_after(with_modules, tmp_path, name, **change)  # type: ignore[arg-type]
+    assert expected in found, found
 
 
 def test_entry_point_must_resolve(good: dict[str, Path], tmp_path: Path) -> None:
