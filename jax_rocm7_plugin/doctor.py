@@ -120,7 +120,7 @@ def _extensions(modules: tuple[runtime_checks.ExtensionState, ...]) -> list[dict
             "capability": CAPABILITIES.get(m.module, m.module),
             "available": not m.missing,
             "missing": list(m.missing),
-            "source": recorded.get(m.module, {}).get("source"),
+            "source": recorded.get(m.module),
         }
         for m in modules
     ]

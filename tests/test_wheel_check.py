@@ -126,9 +126,8 @@ def test_plugin_tags_must_match_contents(good: dict[str, Path], tmp_path: Path) 
         "carries extension modules, so its tag must be cpXY-cpXY-manylinux_2_28_x86_64" in p for p in with_extension
     )
     stray = problems_after(good["plugin"], tmp_path / "stray", replace={"jax_rocm7_plugin/_solver.so": b"\x7fELF"})
-    assert stray == [
-        "jax_rocm7_plugin/_solver.so is outside jax_rocm7_plugin/_native/: jaxlib would load it during every `import jax`"
-    ]
+    (problem,) = stray
+    assert problem.startswith("jax_rocm7_plugin/_solver.so is outside jax_rocm7_plugin/_native/: jaxlib would load it")
 
 
 @pytest.fixture(scope="module")
@@ -140,10 +139,8 @@ def with_modules(parts: Path) -> Path:
         compile_shared(
             modules, name, source, libs=[":libamdhip64.so.7"], link_dirs=[parts / "hip"], output_name=f"{name}.so"
         )
-    (plugin,) = build(
-        parts / "dist-modules", None, "--only", "plugin", "--extension-modules", str(modules), "--python-version", "3.12",
-        "--release", "0.12.0",
-    )  # fmt: skip
+    target = ("--python-version", "3.12", "--release", "0.12.0")
+    (plugin,) = build(parts / "dist-modules", None, "--only", "plugin", "--extension-modules", str(modules), *target)
     return plugin
 
 
