@@ -59,6 +59,29 @@ def in_process_ms(python: Path, env: dict[str, str]) -> float:
     return float(done.stdout.strip())
 
 
+def importtime_ms(python: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Self time (ms) under `-X importtime` of our modules, and of jaxlib's gpu_* modules that import
+    ours (where failed dlopens of extension modules would show)."""
+    done = subprocess.run(
+        [str(python), "-X", "importtime", "-c", COMMAND], check=True, env=env, capture_output=True, text=True
+    )
+    ours = theirs = 0.0
+    for line in done.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) != 3 or not parts[0].startswith("import time:"):
+            continue
+        try:
+            self_us = float(parts[0].split(":")[1])
+        except ValueError:
+            continue
+        name = parts[2].strip()
+        if name.startswith(("jax_rocm7_plugin", "jax_plugins.rocm7", "jax_rocm7_pjrt")):
+            ours += self_us / 1000
+        elif name.startswith("jaxlib.gpu_"):
+            theirs += self_us / 1000
+    return ours, theirs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=REPO / "dist", help="directory holding the pair's wheels")
@@ -98,6 +121,14 @@ def main() -> int:
     print(f"with the pair:    median {statistics.median(ours) * 1000:.1f} ms")
     quartiles = statistics.quantiles(ratios, n=4)
     print(f"median ratio with/without: {statistics.median(ratios):.4f} (IQR {quartiles[0]:.4f}-{quartiles[2]:.4f})")
+    samples = [importtime_ms(python, env) for python in (without, with_pair) for _ in range(11)]
+    base_gpu = statistics.median(t for _, t in samples[:11])
+    ours_self = statistics.median(o for o, _ in samples[11:])
+    with_gpu = statistics.median(t for _, t in samples[11:])
+    print(
+        f"-X importtime self times, median of 11: our modules {ours_self:.2f} ms; jaxlib.gpu_* "
+        f"{base_gpu:.2f} ms without the pair, {with_gpu:.2f} ms with it"
+    )
     own = statistics.median(in_process_ms(with_pair, env) for _ in range(min(args.runs, 15)))
     share = own / (statistics.median(base) * 1000)
     print(f"plugin imports + initialize(), in process: median {own:.2f} ms = {share:.2%} of the command")
