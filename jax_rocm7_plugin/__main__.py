@@ -26,14 +26,18 @@ def main(argv: list[str] | None = None) -> int:
     from jax_rocm7_plugin import doctor as doctor_module
     from jax_rocm7_plugin.sysroot import sysroot
 
-    root = args.sysroot if args.sysroot is not None else sysroot(os.environ)
-    if not root.is_dir():
-        parser.error(f"--sysroot {root}: not a directory")
+    if args.sysroot is not None and not args.sysroot.is_dir():
+        parser.error(f"--sysroot {args.sysroot}: not a directory")
+    root = args.sysroot if args.sysroot is not None else sysroot(os.environ)  # a bad variable is a finding
     try:
-        report = doctor_module.diagnose(os.environ, root, args.library, deep=args.deep)
+        # --sysroot replaces the variable, so its value (good or bad) no longer matters.
+        environ = {k: v for k, v in os.environ.items() if k != "JAX_ROCM_SYSROOT" or args.sysroot is None}
+        report = doctor_module.diagnose(environ, root, args.library, deep=args.deep)
     except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
         report = doctor_module.internal_error(error, root)
-    print(doctor_module.render_json(report) if args.json else doctor_module.render_text(report))
+    text = doctor_module.render_json(report) if args.json else doctor_module.render_text(report)
+    # Values from the environment may hold bytes that are not UTF-8: shown escaped, never a traceback.
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     return 0 if report.ok else 1
 
 

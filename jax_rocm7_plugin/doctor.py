@@ -20,7 +20,7 @@ from jax_rocm7_plugin.findings import Finding, most_severe_first
 from jax_rocm7_plugin.gfx_targets import product_name
 from jax_rocm7_plugin.ld_resolve import DependencyReport
 from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, library_targets, locate_library
-from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_machine
+from jax_rocm7_plugin.machine import MachineState, machine_findings, probe_within_deadline, unknown_state
 from jax_rocm7_plugin.packages import installed_version
 from jax_rocm7_plugin.rocm_install import RocmInstall
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
@@ -58,10 +58,15 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     env = dict(environ)
     if library is not None:
         env[LIBRARY_ENV] = str(library)
-    found: list[Finding] = environment.platforms_findings(env)
+    found: list[Finding] = environment.variable_findings(env, root)
+    if any(f.blocks_rocm and "JAX_ROCM_SYSROOT" in f.summary for f in found):
+        # Nothing under that root can be read: the variable is the finding.
+        return Report(found, [], {"found": False}, {"jax-rocm7-plugin": PLUGIN_VERSION}, str(root))
+    found.extend(environment.platforms_findings(env))
 
-    state = probe_machine(root)
-    found.extend(machine_findings(state))
+    probed = probe_within_deadline(root)
+    state = probed if isinstance(probed, MachineState) else unknown_state(root)
+    found.extend(machine_findings(state) if isinstance(probed, MachineState) else [probed])
     _, visible = environment.visible_selection(env, state.topology.gpus)
     found.extend(environment.visible_device_findings(env, state.topology.gpus))
 

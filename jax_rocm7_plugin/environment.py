@@ -11,6 +11,7 @@ left. Like CUDA, a list is read up to its first invalid entry; an empty value or
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from jax_rocm7_plugin import findings as catalog
@@ -108,6 +109,43 @@ def visible_device_findings(environ: Mapping[str, str], gpus: Sequence[KfdNode])
     if CUDA_VISIBLE in environ:
         shadowed = " (HIP_VISIBLE_DEVICES is also set and wins)" if HIP_VISIBLE in environ else ""
         found.append(catalog.cuda_visible_devices_set((f"CUDA_VISIBLE_DEVICES={environ[CUDA_VISIBLE]!r}{shadowed}",)))
+    return found
+
+
+def variable_findings(environ: Mapping[str, str], root: Path | None = None) -> list[Finding]:
+    """The plugin's own path variables, each checked before anything reads through it.
+
+    ROCM_PATH names a machine path: it is looked for under `root` (the sysroot), when given.
+    """
+    import os
+
+    from jax_rocm7_plugin.sysroot import host_path
+
+    found: list[Finding] = []
+    sysroot = environ.get("JAX_ROCM_SYSROOT")
+    if sysroot:
+        if not sysroot.startswith("/"):
+            found.append(
+                catalog.environment_variable_invalid(
+                    "JAX_ROCM_SYSROOT", sysroot, "is not an absolute path", blocks=True
+                )
+            )
+        elif not os.path.isdir(sysroot):
+            problem = "does not exist" if not os.path.lexists(sysroot) else "is not a directory"
+            found.append(catalog.environment_variable_invalid("JAX_ROCM_SYSROOT", sysroot, problem, blocks=True))
+    library = environ.get("JAX_ROCM_PJRT_LIBRARY")
+    if library and not library.startswith("/"):
+        problem = "is a relative path (it would depend on the working directory)"
+        found.append(catalog.environment_variable_invalid("JAX_ROCM_PJRT_LIBRARY", library, problem, blocks=True))
+    rocm_path = environ.get("ROCM_PATH")
+    if rocm_path and root is not None and not any(f.blocks_rocm for f in found):
+        problem = None
+        if not rocm_path.startswith("/"):
+            problem = "is not an absolute path; ROCm is looked for in the usual places instead"
+        elif not os.path.isdir(host_path(root, rocm_path)):
+            problem = "is not a directory; ROCm is looked for in the usual places instead"
+        if problem is not None:
+            found.append(catalog.environment_variable_invalid("ROCM_PATH", rocm_path, problem, blocks=False))
     return found
 
 

@@ -70,11 +70,17 @@ def build_info() -> dict[str, Any] | None:
 @cache
 def machine_can_use_gpu() -> bool:
     """The loader's cheap probe: a usable AMD GPU (KFD and a render node we may open), or WSL's."""
-    from jax_rocm7_plugin.findings import first_blocking
-    from jax_rocm7_plugin.machine import machine_findings, probe_machine
+    import os
+
+    from jax_rocm7_plugin.environment import variable_findings
+    from jax_rocm7_plugin.findings import Finding, first_blocking
+    from jax_rocm7_plugin.machine import machine_findings, probe_within_deadline
     from jax_rocm7_plugin.sysroot import sysroot
 
-    return first_blocking(machine_findings(probe_machine(sysroot()))) is None
+    if first_blocking(variable_findings(os.environ)) is not None:
+        return False
+    state = probe_within_deadline(sysroot())
+    return not isinstance(state, Finding) and first_blocking(machine_findings(state)) is None
 
 
 def missing_library(message: str) -> str | None:
@@ -115,6 +121,13 @@ def load_native(name: str) -> ModuleType:
     import importlib.util
 
     path = native_path(module)
+    from jax_rocm7_plugin import library_probe
+
+    verdict = library_probe.probe(path, "module")  # in a child first: a module that dies loading must not kill us
+    if verdict.crashed:
+        sentence = lost(module, f"loading {path.name} kills the process ({verdict.crashed})")
+        logger.debug("%s", sentence)
+        raise ImportError(sentence)
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     assert spec is not None

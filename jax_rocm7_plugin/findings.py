@@ -25,8 +25,9 @@ class Finding(NamedTuple):
         return self.severity == "error"
 
     def sentence(self) -> str:
-        """One line: cause, then fix."""
-        return f"{self.summary}. Fix: {self.fix}"
+        """One line: cause, then fix (bytes that are not UTF-8 and line breaks escaped)."""
+        text = f"{self.summary}. Fix: {self.fix}".replace("\r", "\\r").replace("\n", "\\n")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = self._asdict()
@@ -158,6 +159,48 @@ def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Findi
         '"jax-rocm7-plugin[with-rocm]") or add its lib directory to LD_LIBRARY_PATH',
         evidence,
     )
+
+
+def pjrt_library_crashed(path: str, how: str, evidence: tuple[str, ...]) -> Finding:
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    return Finding(
+        "pjrt-library-crashed",
+        "error",
+        f"loading {path} kills the process ({how}), so it was not loaded",
+        f'reinstall it (pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"); if that does not help, '
+        "the library was built for another CPU or ROCm: report it with the output of "
+        "`python -m jax_rocm7_plugin doctor`",
+        evidence,
+    )
+
+
+def machine_probe_timeout(path: str | None, seconds: float) -> Finding:
+    what = path or "the machine probe"
+    return Finding(
+        "machine-probe-timeout",
+        "error",
+        f"{what} did not answer within {seconds:g} s: the GPU driver may be hung",
+        "look for amdgpu errors in `dmesg`, then reset the GPU or reboot; JAX_PLATFORMS=cpu skips the probe",
+        (f"reading {what}",),
+    )
+
+
+def environment_variable_invalid(name: str, value: str, problem: str, *, blocks: bool) -> Finding:
+    return Finding(
+        "environment-variable-invalid",
+        "error" if blocks else "warning",
+        f"{name}={value!r} {problem}",
+        f"unset {name} or set it to {_VARIABLE_WANTS.get(name, 'a valid value')}",
+        (f"{name}={value!r}",),
+    )
+
+
+_VARIABLE_WANTS = {
+    "JAX_ROCM_SYSROOT": "an absolute path of a directory (a machine image's root)",
+    "JAX_ROCM_PJRT_LIBRARY": "the absolute path of a PJRT plugin .so",
+    "ROCM_PATH": "the directory of a ROCm install (e.g. /opt/rocm)",
+}
 
 
 def custom_calls_unavailable(cause: str, evidence: tuple[str, ...]) -> Finding:

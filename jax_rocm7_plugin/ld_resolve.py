@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from jax_rocm7_plugin.elf_header import shared_object_problem
+from jax_rocm7_plugin.safe_io import read_text
 from jax_rocm7_plugin.sysroot import host_path
 
 LD_SO_CONF = "/etc/ld.so.conf"
@@ -41,6 +42,7 @@ DEFAULT_DIRS = (
 _LIB_EXPANSIONS = ("lib64", "lib/x86_64-linux-gnu", "lib")
 _MAX_INCLUDE_DEPTH = 8
 _MAX_OBJECTS = 512  # a real dependency closure of ROCm is ~100 objects
+_MAX_CONF_BYTES = 1024 * 1024  # ld.so.conf files are a few hundred bytes
 
 
 class Missing(NamedTuple):
@@ -69,8 +71,8 @@ def _read_conf(root: Path, conf: str, dirs: list[str], depth: int) -> None:
     if depth > _MAX_INCLUDE_DEPTH:
         return
     try:
-        text = host_path(root, conf).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(host_path(root, conf), _MAX_CONF_BYTES)
+    except (OSError, ValueError):
         return
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()

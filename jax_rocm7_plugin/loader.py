@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 # import their modules when a GPU is there to use.
 from jax_rocm7_plugin import findings as catalog
 from jax_rocm7_plugin.findings import Finding, first_blocking
-from jax_rocm7_plugin.machine import machine_findings, probe_machine
+from jax_rocm7_plugin.machine import machine_findings, probe_within_deadline
 from jax_rocm7_plugin.sysroot import sysroot
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
@@ -66,7 +66,15 @@ def rocm_required(platforms: str | None) -> bool:
 
 def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = True) -> Plan | Finding:
     """Checks in order of cost; the first blocking finding ends the plan. The doctor runs them in this order."""
-    state = probe_machine(root)
+    from jax_rocm7_plugin.environment import variable_findings
+
+    variables = variable_findings(environ, root)
+    blocking = first_blocking(variables)
+    if blocking is not None:
+        return blocking
+    state = probe_within_deadline(root)
+    if isinstance(state, Finding):
+        return state
     blocking = first_blocking(machine_findings(state))
     if blocking is not None:
         return blocking
@@ -75,7 +83,7 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
     from jax_rocm7_plugin.client_options import rocm_client_options
     from jax_rocm7_plugin.library import library_targets, locate_library
 
-    warnings: list[Finding] = []
+    warnings: list[Finding] = list(variables)
 
     def blocked(found: list[Finding]) -> Finding | None:
         warnings.extend(f for f in found if not f.blocks_rocm)
@@ -112,7 +120,7 @@ def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = Tr
 
 
 def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: Mapping[str, str]) -> Plan | Finding:
-    from jax_rocm7_plugin import pjrt_api, rocm_pip, versions
+    from jax_rocm7_plugin import library_probe, pjrt_api, rocm_pip, versions
 
     pip_rocm = rocm_pip.pip_rocm_used(os.environ)
     if pip_rocm is not None:
@@ -123,18 +131,25 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
         )
 
     path = plan.library.path
-    try:
-        library = pjrt_api.load_library(path)
-        c_api = pjrt_api.read_c_api_version(library)
-    except pjrt_api.LibraryLoadError as error:
-        if error.missing:
+    # In a child process first: a library that dies while loading must not take `import jax` with it.
+    verdict = library_probe.probe(path, "pjrt")
+    if verdict.crashed:
+        evidence = (f"library: {path}", f"GetPjrtApi: {verdict.api}" if verdict.api else "died while loading")
+        return catalog.pjrt_library_crashed(str(path), verdict.crashed, evidence)
+    if not verdict.loaded:
+        error = verdict.error or "unknown error"
+        missing = pjrt_api.missing_dependency(error, path)
+        if missing:
             return _runtime_cause(plan.library, root, environ) or catalog.library_dependency_missing(
-                f"the PJRT library needs {error.missing}, which the dynamic loader cannot find",
-                (str(error), f"library: {path}"),
+                f"the PJRT library needs {missing}, which the dynamic loader cannot find",
+                (error, f"library: {path}"),
             )
-        return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (str(error),))
-    except pjrt_api.NotAPjrtPlugin as error:
-        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {error}", (f"library: {path}",))
+        return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (error,))
+    problem = {"missing": "it does not export GetPjrtApi", "null": "GetPjrtApi() returned NULL"}.get(verdict.api or "")
+    problem = problem or pjrt_api.header_problem(verdict.api_size or 0, verdict.version_size or 0)
+    if problem is not None:
+        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {problem}", (f"library: {path}",))
+    c_api = pjrt_api.CApiVersion(verdict.major or 0, verdict.minor or 0)
 
     expected = versions.expected_pjrt_c_api_major(jaxlib_version)
     if expected is not None and c_api.major != expected:
@@ -144,7 +159,7 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
             f'{versions.release_str(jaxlib_version)}.*"',
             (f"library: {path}", f"jaxlib=={jaxlib_version}"),
         )
-    return plan._replace(c_api_version=str(c_api), extensions=pjrt_api.extension_types(library))
+    return plan._replace(c_api_version=str(c_api), extensions=frozenset(verdict.extensions))
 
 
 def _runtime_cause(library: LibraryChoice, root: Path, environ: Mapping[str, str]) -> Finding | None:

@@ -70,6 +70,23 @@ def probe_machine(root: Path) -> MachineState:
     )
 
 
+def unknown_state(root: Path) -> MachineState:
+    """What is known of a machine whose probe did not finish: nothing."""
+    return MachineState(
+        root, Topology(present=False), False, DeviceNode(host_path(root, KFD_DEVICE), False, False), False, ()
+    )
+
+
+def probe_within_deadline(root: Path) -> MachineState | Finding:
+    """probe_machine, or machine-probe-timeout naming the file that did not answer (a hung driver)."""
+    from jax_rocm7_plugin.safe_io import Deadline, with_deadline
+
+    try:
+        return with_deadline(lambda: probe_machine(root))
+    except Deadline as late:
+        return catalog.machine_probe_timeout(late.path, late.seconds)
+
+
 def machine_findings(state: MachineState) -> list[Finding]:
     """Findings about the driver and device nodes, most decisive first."""
     if state.wsl_dxg and not state.topology.present:
@@ -163,9 +180,15 @@ def _tmpfs_size(option: str, root: Path) -> int | None:
         return None
 
 
+# /proc/mounts of a busy host is ~100 KB; /proc/meminfo ~1.5 KB.
+MAX_PROC_BYTES = 4 * 1024 * 1024
+
+
 def _mem_total(root: Path) -> int | None:
+    from jax_rocm7_plugin.safe_io import read_text
+
     try:
-        for line in host_path(root, MEMINFO).read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in read_text(host_path(root, MEMINFO), MAX_PROC_BYTES).splitlines():
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
@@ -177,9 +200,11 @@ def shm_size(root: Path) -> tuple[int | None, str]:
     """Size of /dev/shm and where it was read: the last tmpfs mount on it, else statvfs."""
     size: int | None = None
     source = ""
+    from jax_rocm7_plugin.safe_io import read_text
+
     try:
-        lines = host_path(root, PROC_MOUNTS).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        lines = read_text(host_path(root, PROC_MOUNTS), MAX_PROC_BYTES).splitlines()
+    except (OSError, ValueError):
         lines = []
     for line in lines:
         fields = line.split()

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _HEADER = struct.Struct("<QQQQii")  # PJRT_Api head, up to and including the version
-_EXTENSION = struct.Struct("<QiiQ")  # PJRT_Extension_Base: struct_size, type (enum), padding, next
 # PJRT_Extension_Type values (pjrt_c_api.h) that jaxlib's GPU plugin extension needs.
 EXTENSION_GPU_CUSTOM_CALL = 0  # register_custom_call_target
 EXTENSION_FFI = 5  # register_custom_type
-_MAX_EXTENSIONS = 64  # a real chain has ~10; a longer one is a loop or garbage
+
 _MISSING_DEPENDENCY = re.compile(r"([^\s:]+\.so[.\d]*): cannot open shared object file")
 
 
@@ -48,6 +47,21 @@ class NotAPjrtPlugin(Exception):
     """The library loaded but does not behave like a PJRT C-API plugin."""
 
 
+def missing_dependency(message: str, path: Path) -> str | None:
+    """The dependency a dlopen error message names as not found (not the library itself)."""
+    match = _MISSING_DEPENDENCY.search(message)
+    return match.group(1) if match and match.group(1) != path.name else None
+
+
+def header_problem(api_size: int, version_size: int) -> str | None:
+    if api_size < _HEADER.size or version_size < 24:
+        return (
+            f"GetPjrtApi() returned a struct of {api_size} bytes with a version block of "
+            f"{version_size} bytes; that is not a PJRT_Api"
+        )
+    return None
+
+
 def load_library(path: Path) -> ctypes.CDLL:
     try:
         return ctypes.CDLL(str(path))
@@ -69,29 +83,7 @@ def read_c_api_version(library: ctypes.CDLL) -> CApiVersion:
     if not api:
         raise NotAPjrtPlugin("GetPjrtApi() returned NULL")
     api_size, _ext, version_size, _vext, major, minor = _HEADER.unpack(ctypes.string_at(api, _HEADER.size))
-    if api_size < _HEADER.size or version_size < 24:
-        raise NotAPjrtPlugin(
-            f"GetPjrtApi() returned a struct of {api_size} bytes with a version block of "
-            f"{version_size} bytes; that is not a PJRT_Api"
-        )
+    problem = header_problem(api_size, version_size)
+    if problem is not None:
+        raise NotAPjrtPlugin(problem)
     return CApiVersion(major, minor)
-
-
-def extension_types(library: ctypes.CDLL) -> frozenset[int]:
-    """The PJRT_Extension_Type of each extension the plugin offers (its extension_start chain)."""
-    get_api = library.GetPjrtApi
-    get_api.restype = ctypes.c_void_p
-    get_api.argtypes = []
-    api = get_api()
-    if not api:
-        return frozenset()
-    _size, node = struct.unpack("<QQ", ctypes.string_at(api, 16))
-    found: set[int] = set()
-    for _ in range(_MAX_EXTENSIONS):
-        if not node:
-            break
-        size, kind, _padding, node = _EXTENSION.unpack(ctypes.string_at(node, _EXTENSION.size))
-        if size < _EXTENSION.size:
-            break
-        found.add(kind)
-    return frozenset(found)

@@ -59,9 +59,11 @@ def _hip_runtimes(directory: Path) -> tuple[Path, ...]:
 
 def read_version_file(root: Path) -> str | None:
     """`<ROCm>/.info/version` as AMD's packages write it ("7.0.2-56"), if it holds a version."""
+    from jax_rocm7_plugin.safe_io import read_text
+
     try:
-        text = (root / ".info" / "version").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        text = read_text(root / ".info" / "version", 4096).strip()
+    except (OSError, ValueError):
         return None
     match = _VERSION.match(text)
     return text.split()[0] if match else None

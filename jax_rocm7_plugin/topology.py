@@ -106,9 +106,12 @@ def parse_properties(text: str) -> dict[str, int]:
 
 def read_properties(path: Path) -> tuple[dict[str, int] | None, str | None]:
     """(properties, None) or (None, why the file could not be used)."""
+    from jax_rocm7_plugin.safe_io import NotARegularFile, read_file
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_PROPERTIES_BYTES + 1)
+        data = read_file(path, MAX_PROPERTIES_BYTES)
+    except NotARegularFile as error:
+        return None, str(error)
     except OSError as error:
         return None, f"{path}: {error.strerror or error}"
     if len(data) > MAX_PROPERTIES_BYTES:
