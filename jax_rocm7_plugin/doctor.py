@@ -96,6 +96,12 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     if dependencies is not None:
         library_info["missing_dependencies"] = dependencies.missing_names
     found.extend(_pip_rocm_findings(env))
+    if library is not None and dependencies is not None and not dependencies.missing:
+        from jax_rocm7_plugin import library_probe
+
+        # The loader's own test, in a child process (cached): does the library survive being loaded?
+        refused = library_probe.verdict_finding(library.path, library_probe.probe(library.path, "pjrt", env))
+        found.extend([refused] if refused is not None else [])
 
     found.extend(packages.plugin_findings(packages.inventory()))
 

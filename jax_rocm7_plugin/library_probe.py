@@ -21,7 +21,10 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin.findings import Finding
 
 TIMEOUT_SECONDS = 120.0  # a 500 MB library loads in ~1 s; a hung constructor is not waited on forever
 VERDICT_FORMAT = 1
@@ -180,6 +183,29 @@ def _run_child(path: Path, kind: str, timeout: float, preloaded: list[str]) -> V
         version_size=last.get("version_size"),
         extensions=tuple(last.get("extensions", ())),
     )
+
+
+def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
+    """What a PJRT library's verdict means for the user (None: it loads and is a PJRT plugin).
+
+    A load that failed for a missing dependency is left to the caller, which can name them all.
+    """
+    from jax_rocm7_plugin import findings as catalog
+    from jax_rocm7_plugin import pjrt_api
+
+    if verdict.crashed:
+        evidence = (f"library: {path}", f"GetPjrtApi: {verdict.api}" if verdict.api else "died while loading")
+        return catalog.pjrt_library_crashed(str(path), verdict.crashed, evidence)
+    if not verdict.loaded:
+        error = verdict.error or "unknown error"
+        if pjrt_api.missing_dependency(error, path):
+            return None
+        return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (error,))
+    problem = {"missing": "it does not export GetPjrtApi", "null": "GetPjrtApi() returned NULL"}.get(verdict.api or "")
+    problem = problem or pjrt_api.header_problem(verdict.api_size or 0, verdict.version_size or 0)
+    if problem is not None:
+        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {problem}", (f"library: {path}",))
+    return None
 
 
 def probe(

@@ -133,22 +133,15 @@ def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: 
     path = plan.library.path
     # In a child process first: a library that dies while loading must not take `import jax` with it.
     verdict = library_probe.probe(path, "pjrt")
-    if verdict.crashed:
-        evidence = (f"library: {path}", f"GetPjrtApi: {verdict.api}" if verdict.api else "died while loading")
-        return catalog.pjrt_library_crashed(str(path), verdict.crashed, evidence)
-    if not verdict.loaded:
+    refused = library_probe.verdict_finding(path, verdict)
+    if refused is not None:
+        return refused
+    if not verdict.loaded:  # a dependency is missing: name them all, as the doctor does
         error = verdict.error or "unknown error"
-        missing = pjrt_api.missing_dependency(error, path)
-        if missing:
-            return _runtime_cause(plan.library, root, environ) or catalog.library_dependency_missing(
-                f"the PJRT library needs {missing}, which the dynamic loader cannot find",
-                (error, f"library: {path}"),
-            )
-        return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (error,))
-    problem = {"missing": "it does not export GetPjrtApi", "null": "GetPjrtApi() returned NULL"}.get(verdict.api or "")
-    problem = problem or pjrt_api.header_problem(verdict.api_size or 0, verdict.version_size or 0)
-    if problem is not None:
-        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {problem}", (f"library: {path}",))
+        return _runtime_cause(plan.library, root, environ) or catalog.library_dependency_missing(
+            f"the PJRT library needs {pjrt_api.missing_dependency(error, path)}, which the dynamic loader cannot find",
+            (error, f"library: {path}"),
+        )
     c_api = pjrt_api.CApiVersion(verdict.major or 0, verdict.minor or 0)
 
     expected = versions.expected_pjrt_c_api_major(jaxlib_version)

@@ -89,11 +89,12 @@ def is_regular_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def with_deadline(probe: Callable[[], T], seconds: float = DEADLINE_SECONDS) -> T:
+def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
     """probe() in a daemon thread; Deadline (naming what it was reading) if it does not finish in time.
 
-    Exceptions the probe raises are raised here.
+    Exceptions the probe raises are raised here. `seconds`: DEADLINE_SECONDS unless given.
     """
+    seconds = DEADLINE_SECONDS if seconds is None else seconds
     outcome: dict[str, object] = {}
 
     def run() -> None:
