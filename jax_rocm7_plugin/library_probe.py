@@ -16,8 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,13 +81,14 @@ class Verdict(NamedTuple):
     cached: bool = False
 
 
-def _identity(path: Path, kind: str, environ: Mapping[str, str], preloaded: list[str]) -> str | None:
+def _identity(path: Path, kind: str, environ: Mapping[str, str]) -> str | None:
+    """The cache key. Not in it: the ROCm libraries this process has mapped, which the child loads
+    too (reading /proc/self/maps costs ~1 ms, so only a cache miss pays it)."""
     try:
         info = path.stat()
     except OSError:
         return None
     parts = [str(path.resolve()), str(info.st_size), str(info.st_mtime_ns), str(info.st_ino), str(info.st_dev), kind]
-    parts += preloaded
     parts += [f"{name}={environ.get(name, '')}" for name in _SETTINGS]
     parts += [sys.version, str(VERDICT_FORMAT)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
@@ -134,6 +133,8 @@ def _write_cached(directory: Path | None, key: str, verdict: Verdict) -> None:
 
 
 def _signal_name(returncode: int) -> str:
+    import signal
+
     try:
         return signal.Signals(-returncode).name
     except ValueError:
@@ -144,19 +145,18 @@ def _rocm_loaded_here() -> list[str]:
     """ROCm libraries this process has mapped (ld.so reuses them by soname, so the child must too)."""
     from jax_rocm7_plugin.rocm_policy import is_rocm_library
 
-    paths: dict[str, None] = {}
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if path.startswith("/") and is_rocm_library(os.path.basename(path)):
-                    paths[path] = None
+            # Each object is mapped several times: judge each path once.
+            mapped = {line.rstrip("\n").split(None, 5)[-1] for line in maps if ".so" in line}
     except OSError:
         return []
-    return list(paths)
+    return sorted(p for p in mapped if p.startswith("/") and is_rocm_library(os.path.basename(p)))
 
 
 def _run_child(path: Path, kind: str, timeout: float, preloaded: list[str]) -> Verdict:
+    import subprocess  # only when no verdict is cached
+
     command = [sys.executable, "-I", "-S", "-c", _CHILD, str(path), kind, *preloaded]
     try:
         done = subprocess.run(
@@ -213,14 +213,13 @@ def probe(
 ) -> Verdict:
     """What loading `path` does, learned in a child process (or from the cache). `kind`: "pjrt" or "module"."""
     env = os.environ if environ is None else environ
-    preloaded = _rocm_loaded_here()
-    key = _identity(path, kind, env, preloaded)
+    key = _identity(path, kind, env)
     directory = cache_dir(env)
     if key is not None:
         cached = _read_cached(directory, key)
         if cached is not None:
             return cached
-    verdict = _run_child(path, kind, timeout, preloaded)
+    verdict = _run_child(path, kind, timeout, _rocm_loaded_here())
     # Kept: a load that worked, or a death by signal (both properties of the file). Not kept: a
     # missing dependency or a time-out, which a changed machine or a calmer moment may undo.
     if key is not None and ((verdict.loaded and not verdict.crashed) or (verdict.crashed or "").startswith("SIG")):
