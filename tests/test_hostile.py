@@ -386,6 +386,15 @@ def case_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
             path.chmod(0o755)
 
 
+def run_limited(command: list[str], env: dict[str, str], folder: Path, what: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=folder, timeout=CASE_SECONDS, errors="replace"
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} hung for {CASE_SECONDS} s")
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_import_jax_survives(
     case: Case,
@@ -398,18 +407,7 @@ def test_import_jax_survives(
     env = clean_env(**{**base, **case.setup(folder, standin_library)})
     if not case.required:
         env.pop("JAX_PLATFORMS", None)
-    try:
-        done = subprocess.run(
-            [str(python), "-c", CODE],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=folder,
-            timeout=CASE_SECONDS,
-            errors="replace",
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"`import jax` hung for {CASE_SECONDS} s")
+    done = run_limited([str(python), "-c", CODE], env, folder, "`import jax`")
     assert "Traceback" not in done.stderr or case.required, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("ROCm backend")]
     if case.required:
@@ -425,18 +423,7 @@ def test_import_jax_survives(
         assert f"[{case.expect}]" in text, done.stderr
 
     doctor = python.parent / "jax-rocm-doctor"
-    try:
-        report = subprocess.run(
-            [str(doctor), "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=folder,
-            timeout=CASE_SECONDS,
-            errors="replace",
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the doctor hung for {CASE_SECONDS} s")
+    report = run_limited([str(doctor), "--json"], env, folder, "the doctor")
     assert report.returncode in (0, 1, 2) and "Traceback" not in report.stderr, report.stderr
     if report.returncode != 2:
         parsed = json.loads(report.stdout)
