@@ -135,6 +135,7 @@ def test_offline_install_through_jax_extra_picks_newest_posts(gpu_library: Path,
     assert installed["jax-rocm7-plugin"] == "0.10.2.post2"
     assert installed["jax"] == installed["jaxlib"] == "0.10.2"
     # The installed pair loads under jax: no AMD GPU here, so CPU and our one warning line.
+    (tmp_path / "no-gpu").mkdir()  # a machine without the driver (a sysroot that does not exist is a bad variable)
     done = run_python(python, "import jax; print(jax.devices())", JAX_ROCM_SYSROOT=str(tmp_path / "no-gpu"))
     assert "CpuDevice" in done.stdout, done.stderr
     assert [w.endswith("[amdgpu-driver-missing]") for w in our_warnings(done.stderr)] == [True]
