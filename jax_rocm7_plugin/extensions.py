@@ -37,6 +37,7 @@ CAPABILITIES: dict[str, str] = {
     "_triton": "Pallas/Triton kernels",
 }
 EXTENSION_MODULES = tuple(CAPABILITIES)
+_reported: set[str] = set()  # modules whose loss was logged already: once per process
 _MISSING_LIBRARY = re.compile(r"([^\s:/]+\.so[.\d]*): cannot open shared object file")
 _HERE = Path(__file__).resolve().parent
 
@@ -102,6 +103,12 @@ def _jaxlib_release() -> str | None:
     return ".".join(__version__.split("+")[0].split(".")[:3])
 
 
+def _report_once(module: str, sentence: str) -> None:
+    if module not in _reported:
+        _reported.add(module)
+        logger.debug("%s", sentence)
+
+
 def load_native(name: str) -> ModuleType:
     """Load the real extension `name` (jax_rocm7_plugin.<module>) in place of its public stub.
 
@@ -126,7 +133,7 @@ def load_native(name: str) -> ModuleType:
     verdict = library_probe.probe(path, "module")  # in a child first: a module that dies loading must not kill us
     if verdict.crashed:
         sentence = lost(module, f"loading {path.name} kills the process ({verdict.crashed})")
-        logger.debug("%s", sentence)
+        _report_once(module, sentence)
         raise ImportError(sentence)
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
@@ -137,7 +144,7 @@ def load_native(name: str) -> ModuleType:
     except ImportError as error:
         library = missing_library(str(error))
         sentence = lost(module, f"{library} not found" if library else str(error))
-        logger.debug("%s", sentence)
+        _report_once(module, sentence)
         raise ImportError(sentence) from None
     sys.modules[name] = real
     return real

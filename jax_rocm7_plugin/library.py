@@ -125,9 +125,11 @@ def _runfiles_library(environ: Mapping[str, str]) -> Path | None:
                 return candidate
     manifest = environ.get("RUNFILES_MANIFEST_FILE")
     if manifest:
-        try:
-            lines = Path(manifest).read_text(encoding="utf-8").splitlines()
-        except OSError:
+        from jax_rocm7_plugin.safe_io import read_text
+
+        try:  # non-blocking and bounded: the variable may name a FIFO or a huge file
+            lines = read_text(manifest, 64 * 1024 * 1024).splitlines()
+        except (OSError, ValueError):
             return None
         for line in lines:
             logical, _, actual = line.partition(" ")

@@ -250,8 +250,7 @@ def _import_plugin_extension() -> Any | None:
         return None
     try:
         return importlib.import_module("jax_rocm7_plugin.rocm_plugin_extension")
-    except ImportError as error:  # already named at debug level by load_native
-        logger.debug("%s", error)
+    except ImportError:  # load_native has named the cause at debug level, once
         return None
 
 

@@ -25,6 +25,7 @@ class DeviceNode(NamedTuple):
     path: Path
     exists: bool
     accessible: bool  # readable and writable by this process
+    wrong_kind: str | None = None  # "a FIFO", "a socket", "a directory": not a device node at all
 
 
 class GpuState(NamedTuple):
@@ -49,8 +50,18 @@ class MachineState(NamedTuple):
 
 
 def _device_node(path: Path) -> DeviceNode:
-    exists = os.path.exists(path)
-    return DeviceNode(path, exists, exists and os.access(path, os.R_OK | os.W_OK))
+    """Stat only (device nodes are never opened here). Character devices are what drivers make;
+    plain files stand in for them in synthetic sysroots; anything else is not a device node."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return DeviceNode(path, False, False)
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return DeviceNode(path, False, False, kind)
+    return DeviceNode(path, True, os.access(path, os.R_OK | os.W_OK))
 
 
 def probe_machine(root: Path) -> MachineState:
@@ -107,7 +118,8 @@ def machine_findings(state: MachineState) -> list[Finding]:
         return [catalog.no_gpu_nodes((f"{topo_dir}: {count} node(s), none with simd_count > 0", *problems))]
     found: list[Finding] = []
     if not state.kfd.exists:
-        found.append(catalog.kfd_device_missing((f"{state.kfd.path} does not exist",)))
+        what = f"is {state.kfd.wrong_kind}, not a device node" if state.kfd.wrong_kind else "does not exist"
+        found.append(catalog.kfd_device_missing((f"{state.kfd.path} {what}",)))
     elif not state.kfd.accessible:
         found.append(catalog.kfd_permission_denied(_permission_evidence(state.kfd.path)))
     missing = [g for g in state.gpus if g.render_node is None or not g.render_node.exists]
@@ -135,7 +147,9 @@ def machine_findings(state: MachineState) -> list[Finding]:
 def _render_evidence(gpu: GpuState) -> str:
     if gpu.render_node is None:
         return f"KFD node {gpu.node_index} has no drm_render_minor"
-    return f"KFD node {gpu.node_index} ({gpu.gfx_target or 'unknown target'}): {gpu.render_node.path} does not exist"
+    node = gpu.render_node
+    what = f"is {node.wrong_kind}, not a device node" if node.wrong_kind else "does not exist"
+    return f"KFD node {gpu.node_index} ({gpu.gfx_target or 'unknown target'}): {node.path} {what}"
 
 
 def _permission_evidence(path: Path) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ def native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(extensions, "native_dir", lambda: directory)
     monkeypatch.setattr(extensions, "machine_can_use_gpu", lambda: True)
     monkeypatch.setattr(extensions, "_jaxlib_release", lambda: None)
+    monkeypatch.setattr(extensions, "_reported", set())
     monkeypatch.delitem(sys.modules, "jax_rocm7_plugin._solver", raising=False)
     return directory
 

@@ -240,9 +240,9 @@ CASES = [
     Case("thousand-gpu-nodes", thousand_gpus),
     Case("nodes-directory-is-a-fifo", on_machine_path(TOPOLOGY, "fifo")),
     # Device nodes and /proc.
-    Case("kfd-is-a-fifo", on_machine_path("dev/kfd", "fifo")),
-    Case("kfd-is-a-directory", on_machine_path("dev/kfd", "directory")),
-    Case("render-node-is-a-socket", on_machine_path("dev/dri/renderD128", "socket")),
+    Case("kfd-is-a-fifo", on_machine_path("dev/kfd", "fifo"), "kfd-device-missing"),
+    Case("kfd-is-a-directory", on_machine_path("dev/kfd", "directory"), "kfd-device-missing"),
+    Case("render-node-is-a-socket", on_machine_path("dev/dri/renderD128", "socket"), "render-node-missing"),
     Case("proc-mounts-fifo", on_machine_path("proc/mounts", "fifo", gpus=2)),
     Case("proc-mounts-50-mb", on_machine_path("proc/mounts", "huge", gpus=2)),
     Case("proc-meminfo-fifo", on_machine_path("proc/meminfo", "fifo", gpus=2)),

@@ -85,3 +85,23 @@ def test_errors_of_the_probe_reach_the_caller() -> None:
 
     with pytest.raises(KeyError, match="boom"):
         safe_io.with_deadline(broken, 1)
+
+
+def test_device_nodes_that_are_not_devices_are_named(tmp_path: Path) -> None:
+    from tests.sysroots import make_sysroot
+
+    root = make_sysroot(tmp_path / "root")
+    (root / "dev" / "kfd").unlink()
+    os.mkfifo(root / "dev" / "kfd")
+    (finding,) = machine.machine_findings(machine.probe_machine(root))
+    assert finding.id == "kfd-device-missing" and finding.evidence == (f"{root}/dev/kfd is a FIFO, not a device node",)
+
+
+def test_a_runfiles_manifest_that_is_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
+    from jax_rocm7_plugin.library import _runfiles_library
+
+    fifo = tmp_path / "MANIFEST"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    assert _runfiles_library({"RUNFILES_MANIFEST_FILE": str(fifo)}) is None
+    assert time.monotonic() - started < 5
