@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,12 @@ from tests.sysroots import LIBRARY_TARGETS, bundle_for
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+# Load verdicts (jax_rocm7_plugin.library_probe) that tests cause go to a folder of this test
+# process, inherited by every child it starts, and removed at exit: never the user's ~/.cache.
+_VERDICT_CACHE = tempfile.mkdtemp(prefix="jax-rocm7-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _VERDICT_CACHE
+atexit.register(shutil.rmtree, _VERDICT_CACHE, True)
 
 
 def _real_amd_gpu() -> bool:
