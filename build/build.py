@@ -137,26 +137,37 @@ def verified_download(
     wheel = cache / artifact.filename
     if wheel.is_file():
         progress.step(f"using cached {wheel.name}")
-    else:
-        progress.step(f"downloading {distribution}=={artifact.version} from the package index into {cache}")
-        command = released_download_command(artifact.version, cache, distribution, python)
+        _check_sha256(wheel, artifact, wheel)
+        return wheel
+    progress.step(f"downloading {distribution}=={artifact.version} from the package index into {cache}")
+    # Into a private folder first, checked there, then renamed into the cache: a build running beside
+    # this one sees either no file or a whole, checked one.
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as private:
+        command = released_download_command(artifact.version, Path(private), distribution, python)
         if subprocess.run(command).returncode != 0:
             raise BuildError(
                 f"could not download {distribution}=={artifact.version}; check the package index "
                 "or pass --pjrt-library PATH"
             )
-        if not wheel.is_file():
-            got = ", ".join(p.name for p in cache.glob(f"{wheel.name.split('-')[0]}-{artifact.version}-*")) or "nothing"
+        fetched = Path(private) / artifact.filename
+        if not fetched.is_file():
+            got = ", ".join(p.name for p in Path(private).iterdir()) or "nothing"
             raise BuildError(f"the package index gave {got}, not {artifact.filename} (releases.json)")
-    digest = sha256_file(wheel)
+        _check_sha256(fetched, artifact, wheel)
+        os.replace(fetched, wheel)
+    return wheel
+
+
+def _check_sha256(path: Path, artifact: releases.Artifact, cached_as: Path) -> None:
+    """Stop unless `path` has the sha256 the release table records; a bad file is set aside, not deleted."""
+    digest = sha256_file(path)
     if digest != artifact.sha256:
-        aside = wheel.with_name(wheel.name + ".sha256-mismatch")
-        wheel.replace(aside)
+        aside = cached_as.with_name(cached_as.name + ".sha256-mismatch")
+        path.replace(aside)
         raise BuildError(
             f"{artifact.filename} has sha256 {digest}, but releases.json records {artifact.sha256}: "
             f"not using it (moved to {aside})"
         )
-    return wheel
 
 
 def fetch_released(row: releases.Release, progress: Progress) -> tuple[zipfile.ZipFile, str, dict[str, Any]]:
