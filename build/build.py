@@ -489,6 +489,8 @@ def module_set(
     if choice == "none":
         return None
     if choice == "bazel":
+        if len(args.pythons) > 1:
+            raise BuildError("Bazel builds the extension modules for one CPython per run: pass --python-version X.Y")
         if not source.extensions:
             return None
         return extension_modules.from_bazel(source.extensions, python, source.provenance or {"kind": "bazel"})
