@@ -489,7 +489,7 @@ def module_set(
     if choice == "none":
         return None
     if choice == "bazel":
-        if len(args.pythons) > 1:
+        if len(args.pythons) > 1:  # also caught before Bazel runs, in wheels_command
             raise BuildError("Bazel builds the extension modules for one CPython per run: pass --python-version X.Y")
         if not source.extensions:
             return None
@@ -597,6 +597,8 @@ def wheels_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args, source, version, output_dir)
     if source.kind == "bazel":
+        if len(args.pythons) > 1 and args.extension_modules is None and args.only != "pjrt":
+            raise BuildError("Bazel builds the extension modules for one CPython per run: pass --python-version X.Y")
         source = run_bazel(source, args, progress)
     built = []
     if args.only in (None, "pjrt"):

@@ -313,3 +313,10 @@ def test_a_release_without_an_xla_pin_reads_jax_module_bazel(tmp_path: Path) -> 
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert "XLA_COMMIT" in line and "--jax-source DIR" in line and "8dcb7aec" in line
+
+
+def test_bazel_modules_for_every_python_at_once_are_refused_before_building(tmp_path: Path) -> None:
+    env = fake_build_host(tmp_path, [])
+    done = build_py("--python-version", "all", "--release", "0.11.0", "--output-dir", str(tmp_path / "out"), env=env)
+    assert done.returncode == 1 and "one CPython per run" in done.stderr
+    assert not (tmp_path / "bazel-calls").exists()
