@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -38,7 +37,6 @@ CAPABILITIES: dict[str, str] = {
 }
 EXTENSION_MODULES = tuple(CAPABILITIES)
 _reported: set[str] = set()  # modules whose loss was logged already: once per process
-_MISSING_LIBRARY = re.compile(r"([^\s:/]+\.so[.\d]*): cannot open shared object file")
 _HERE = Path(__file__).resolve().parent
 
 
@@ -84,23 +82,17 @@ def machine_can_use_gpu() -> bool:
     return not isinstance(state, Finding) and first_blocking(machine_findings(state)) is None
 
 
-def missing_library(message: str) -> str | None:
-    """The shared object a failed dlopen names (libhipsolver.so.1), if it names one."""
-    match = _MISSING_LIBRARY.search(message)
-    return match.group(1) if match else None
-
-
 def lost(module: str, cause: str) -> str:
     """One sentence: which capability is gone and why ("GPU linear algebra unavailable: ...")."""
     return f"{CAPABILITIES.get(module, module)} unavailable: {cause}"
 
 
-def _jaxlib_release() -> str | None:
+def _jaxlib_version() -> str | None:
     try:
         from jaxlib.version import __version__
     except ImportError:
         return None
-    return ".".join(__version__.split("+")[0].split(".")[:3])
+    return str(__version__)
 
 
 def _report_once(module: str, sentence: str) -> None:
@@ -119,10 +111,11 @@ def load_native(name: str) -> ModuleType:
     module = name.rpartition(".")[2]
     if not machine_can_use_gpu():
         raise ImportError(f"{name}: no usable AMD GPU on this machine, so the ROCm extension is not loaded")
+    from jax_rocm7_plugin import versions
     from jax_rocm7_plugin.version import JAX_RELEASE
 
-    jaxlib = _jaxlib_release()
-    if jaxlib is not None and jaxlib != JAX_RELEASE:
+    jaxlib = _jaxlib_version()
+    if jaxlib is not None and versions.check_jaxlib(JAX_RELEASE, jaxlib) is not None:  # the loader's rule
         raise ImportError(f"{name} was built for jaxlib {JAX_RELEASE}, but jaxlib {jaxlib} is installed")
     import importlib.machinery
     import importlib.util
@@ -142,7 +135,9 @@ def load_native(name: str) -> ModuleType:
         real = importlib.util.module_from_spec(spec)
         loader.exec_module(real)
     except ImportError as error:
-        library = missing_library(str(error))
+        from jax_rocm7_plugin.pjrt_api import missing_dependency
+
+        library = missing_dependency(str(error), path)
         sentence = lost(module, f"{library} not found" if library else str(error))
         _report_once(module, sentence)
         raise ImportError(sentence) from None

@@ -153,18 +153,19 @@ def _search(
     return None
 
 
-def loaded_in_this_process() -> frozenset[str]:
-    """File names of the shared objects mapped into this process (ld.so reuses them by soname)."""
-    names: set[str] = set()
+def mapped_objects() -> frozenset[str]:
+    """Paths of the shared objects mapped into this process (each judged once, though mapped several times)."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if path.startswith("/") and ".so" in path:
-                    names.add(os.path.basename(path))
+            paths = {line.rstrip("\n").split(None, 5)[-1] for line in maps if ".so" in line}
     except OSError:
-        pass
-    return frozenset(names)
+        return frozenset()
+    return frozenset(p for p in paths if p.startswith("/") and ".so" in p)
+
+
+def loaded_in_this_process() -> frozenset[str]:
+    """File names of the shared objects mapped into this process (ld.so reuses them by soname)."""
+    return frozenset(os.path.basename(p) for p in mapped_objects())
 
 
 def resolve_dependencies(

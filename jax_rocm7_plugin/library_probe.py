@@ -143,15 +143,10 @@ def _signal_name(returncode: int) -> str:
 
 def _rocm_loaded_here() -> list[str]:
     """ROCm libraries this process has mapped (ld.so reuses them by soname, so the child must too)."""
+    from jax_rocm7_plugin.ld_resolve import mapped_objects
     from jax_rocm7_plugin.rocm_policy import is_rocm_library
 
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            # Each object is mapped several times: judge each path once.
-            mapped = {line.rstrip("\n").split(None, 5)[-1] for line in maps if ".so" in line}
-    except OSError:
-        return []
-    return sorted(p for p in mapped if p.startswith("/") and is_rocm_library(os.path.basename(p)))
+    return sorted(p for p in mapped_objects() if is_rocm_library(os.path.basename(p)))
 
 
 def _run_child(path: Path, kind: str, timeout: float, preloaded: list[str]) -> Verdict:

@@ -67,9 +67,7 @@ def load_library(path: Path) -> ctypes.CDLL:
         return ctypes.CDLL(str(path))
     except OSError as error:
         message = str(error)
-        match = _MISSING_DEPENDENCY.search(message)
-        missing = match.group(1) if match and match.group(1) != path.name else None
-        raise LibraryLoadError(message, missing) from None
+        raise LibraryLoadError(message, missing_dependency(message, path)) from None
 
 
 def read_c_api_version(library: ctypes.CDLL) -> CApiVersion:
