@@ -488,9 +488,7 @@ def module_set(
         choice = {"released": "released", "bazel": "bazel"}.get(source.kind, "none")
     if choice == "none":
         return None
-    if choice == "bazel":
-        if len(args.pythons) > 1:  # also caught before Bazel runs, in wheels_command
-            raise BuildError("Bazel builds the extension modules for one CPython per run: pass --python-version X.Y")
+    if choice == "bazel":  # one CPython: wheels_command refuses more before Bazel runs
         if not source.extensions:
             return None
         return extension_modules.from_bazel(source.extensions, python, source.provenance or {"kind": "bazel"})

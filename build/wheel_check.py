@@ -227,12 +227,12 @@ def _plugin(archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Ta
     ]
     if [str(p.specifier) for p in pins] != [f"=={release}.*"]:
         problems.append(f"must require {PJRT}=={release}.*, requires {[str(p) for p in pins] or 'nothing'}")
-    problems += _extension_modules(archive, path, version, tags, metadata)
+    problems += _extension_modules(archive, path, release, tags, metadata)
     return problems
 
 
 def _extension_modules(
-    archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Tag], metadata: Message
+    archive: zipfile.ZipFile, path: Path, release: str, tags: set[Tag], metadata: Message
 ) -> list[str]:
     """Modules, tag, ABI and pins agree: cpXY-cpXY-manylinux_2_28 with modules for CPython X.Y only,
     Requires-Python ==X.Y.*, jaxlib pinned to the release, each module behind its public stub."""
@@ -246,7 +246,6 @@ def _extension_modules(
         for n in sorted(names)
         if n.startswith("jax_rocm7_plugin/") and n.endswith(".so") and n not in natives
     ]
-    release = ".".join(str(p) for p in (*version.release, 0, 0)[:3])
     pins = [Requirement(r) for r in metadata.get_all("Requires-Dist", []) if Requirement(r).name == "jaxlib"]
     if not natives:
         if tags != {Tag("py3", "none", "any")}:

@@ -59,7 +59,7 @@ def diagnose(environ: Mapping[str, str], root: Path, library: Path | None = None
     if library is not None:
         env[LIBRARY_ENV] = str(library)
     found: list[Finding] = environment.variable_findings(env, root)
-    if any(f.blocks_rocm and "JAX_ROCM_SYSROOT" in f.summary for f in found):
+    if environment.sysroot_finding(env) is not None:
         # Nothing under that root can be read: the variable is the finding.
         return Report(found, [], {"found": False}, {"jax-rocm7-plugin": PLUGIN_VERSION}, str(root))
     found.extend(environment.platforms_findings(env))

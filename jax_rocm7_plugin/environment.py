@@ -10,6 +10,7 @@ left. Like CUDA, a list is read up to its first invalid entry; an empty value or
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -112,27 +113,29 @@ def visible_device_findings(environ: Mapping[str, str], gpus: Sequence[KfdNode])
     return found
 
 
+def sysroot_finding(environ: Mapping[str, str]) -> Finding | None:
+    """JAX_ROCM_SYSROOT when it cannot be a machine's root (nothing under it can then be read)."""
+    sysroot = environ.get("JAX_ROCM_SYSROOT")
+    if not sysroot:
+        return None
+    if not sysroot.startswith("/"):
+        problem = "is not an absolute path"
+    elif not os.path.isdir(sysroot):
+        problem = "does not exist" if not os.path.lexists(sysroot) else "is not a directory"
+    else:
+        return None
+    return catalog.environment_variable_invalid("JAX_ROCM_SYSROOT", sysroot, problem, blocks=True)
+
+
 def variable_findings(environ: Mapping[str, str], root: Path | None = None) -> list[Finding]:
     """The plugin's own path variables, each checked before anything reads through it.
 
     ROCM_PATH names a machine path: it is looked for under `root` (the sysroot), when given.
     """
-    import os
-
     from jax_rocm7_plugin.sysroot import host_path
 
-    found: list[Finding] = []
-    sysroot = environ.get("JAX_ROCM_SYSROOT")
-    if sysroot:
-        if not sysroot.startswith("/"):
-            found.append(
-                catalog.environment_variable_invalid(
-                    "JAX_ROCM_SYSROOT", sysroot, "is not an absolute path", blocks=True
-                )
-            )
-        elif not os.path.isdir(sysroot):
-            problem = "does not exist" if not os.path.lexists(sysroot) else "is not a directory"
-            found.append(catalog.environment_variable_invalid("JAX_ROCM_SYSROOT", sysroot, problem, blocks=True))
+    bad_root = sysroot_finding(environ)
+    found: list[Finding] = [bad_root] if bad_root is not None else []
     library = environ.get("JAX_ROCM_PJRT_LIBRARY")
     if library and not library.startswith("/"):
         problem = "is a relative path (it would depend on the working directory)"
