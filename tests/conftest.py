@@ -150,25 +150,38 @@ def standin_wheels(
     return wheels_for
 
 
+def interpreter_for(combo: Combo) -> Path:
+    """The combo's CPython; skipped without it here, a failure in CI."""
+    from tests.e2e import find_interpreter
+
+    interpreter = find_interpreter(combo.python)
+    require(interpreter is not None, f"CPython {combo.python} (on PATH or under pyenv)")
+    assert interpreter is not None
+    return interpreter
+
+
+def combo_venv(combo: Combo, directory: Path, plugin: Path, pjrt: Path) -> Path:
+    """A venv of the combo's CPython with its jax/jaxlib and the given wheel pair."""
+    from tests.e2e import make_venv, pip
+
+    python = make_venv(directory, interpreter_for(combo))
+    # Resolution through the plugin's metadata: its jax-rocm7-pjrt==X.Y.Z.* pin takes our local pjrt wheel.
+    pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(plugin), str(pjrt))
+    return python
+
+
 @pytest.fixture(scope="session")
 def e2e_venv(
     tmp_path_factory: pytest.TempPathFactory, standin_wheels: Callable[[str, str], dict[str, Path]]
 ) -> Callable[[Combo], Path]:
     """A venv of the combo's CPython with its jax/jaxlib and our pair, once per combo (and xdist worker)."""
-    from tests.e2e import find_interpreter, make_venv, pip
-
     made: dict[Combo, Path] = {}
 
     def venv_for(combo: Combo) -> Path:
         if combo not in made:
-            interpreter = find_interpreter(combo.python)
-            require(interpreter is not None, f"CPython {combo.python} (on PATH or under pyenv)")
-            assert interpreter is not None
             wheels = standin_wheels(combo.release, combo.python)
-            python = make_venv(tmp_path_factory.mktemp(f"venv-{combo.id}") / "env", interpreter)
-            # Resolution through the plugin's metadata: its jax-rocm7-pjrt==X.Y.Z.* pin takes our local pjrt wheel.
-            pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(wheels["plugin"]), str(wheels["pjrt"]))
-            made[combo] = python
+            directory = tmp_path_factory.mktemp(f"venv-{combo.id}") / "env"
+            made[combo] = combo_venv(combo, directory, wheels["plugin"], wheels["pjrt"])
         return made[combo]
 
     return venv_for

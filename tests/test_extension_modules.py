@@ -19,8 +19,8 @@ from typing import NamedTuple
 import pytest
 
 from jax_rocm7_plugin import releases
-from tests.conftest import Combo, require
-from tests.e2e import DEVICES, JIT_ON_ROCM, clean_env, find_interpreter, make_venv, our_warnings, pip, run_python
+from tests.conftest import Combo, combo_venv, interpreter_for
+from tests.e2e import DEVICES, JIT_ON_ROCM, clean_env, our_warnings, run_python
 from tests.stubs import make_link_stubs
 from tests.sysroots import make_sysroot
 from tests.wheels import build
@@ -44,18 +44,13 @@ def modules_envs(
 
     def env_for(combo: Combo) -> ModulesEnv:
         if combo not in made:
-            interpreter = find_interpreter(combo.python)
-            require(interpreter is not None, f"CPython {combo.python} (on PATH or under pyenv)")
-            assert interpreter is not None
             out = tmp_path_factory.mktemp(f"modules-{combo.id}")
             common = ("--release", combo.release, "--python-version", combo.python)
             (plugin,) = build(out, None, *common, "--only", "plugin", "--extension-modules", "released")
-            python = make_venv(out / "env", interpreter)
-            pjrt = standin_wheels(combo.release, combo.python)["pjrt"]
-            pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(plugin), str(pjrt))
+            python = combo_venv(combo, out / "env", plugin, standin_wheels(combo.release, combo.python)["pjrt"])
             where = run_python(python, "import jax_rocm7_plugin.extensions as e; print(e.native_dir())")
             native = Path(where.stdout.strip())
-            stubs = make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter)
+            stubs = make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter_for(combo))
             made[combo] = ModulesEnv(python, stubs, native, combo)
         return made[combo]
 
@@ -171,8 +166,7 @@ def test_the_published_library_goes_through_our_loader(
     """With stubs whose hipInit answers 100 (hipErrorNoDevice): our loader reads the real library's
     PJRT C API version and registers it with its extensions, no ROCM target stays queued, and
     JAX_PLATFORMS=rocm ends in jax's one sentence naming the runtime's no-device answer."""
-    interpreter = find_interpreter(env.combo.python)
-    assert interpreter is not None
+    interpreter = interpreter_for(env.combo)
     stubs = make_link_stubs(
         [published_library, *sorted(env.native.glob("*.so"))],
         tmp_path / "stubs",
