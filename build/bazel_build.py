@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from jax_rocm7_plugin.releases import Release
+    from jax_rocm7_plugin._policy.releases import Release
 
 REPO = Path(__file__).resolve().parent.parent
 PJRT_TARGET = "//pjrt:xla_rocm_plugin.so"
@@ -58,7 +58,7 @@ class BazelOptions(NamedTuple):
 
 def read_rocm_version(rocm_path: Path) -> str | None:
     """The release in `<ROCm>/.info/version` ("7.0.2-56" -> "7.0.2")."""
-    from jax_rocm7_plugin.rocm_install import read_version_file
+    from jax_rocm7_plugin._machine.rocm_install import read_version_file
 
     text = read_version_file(rocm_path)
     match = re.match(r"\d+\.\d+(\.\d+)?", text) if text else None

@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from build import bazel_build, extension_modules  # noqa: E402
-from jax_rocm7_plugin import releases  # noqa: E402
-from jax_rocm7_plugin.elf_header import shared_object_problem  # noqa: E402
+from jax_rocm7_plugin._policy import releases  # noqa: E402
+from jax_rocm7_plugin._binary.elf_header import shared_object_problem  # noqa: E402
 
 LIBRARY_NAME = "xla_rocm_plugin.so"
 CACHE_DIR = Path(os.environ.get("JAX_ROCM_BUILD_CACHE", Path.home() / ".cache" / "jax-rocm7-build"))

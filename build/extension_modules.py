@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jax_rocm7_plugin.extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR, public_stub_source
+from jax_rocm7_plugin._extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR, public_stub_source
 
 
 class ModuleSet(NamedTuple):

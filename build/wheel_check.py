@@ -29,7 +29,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from jax_rocm7_plugin.rocm_policy import is_rocm_library
+from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
 PJRT = "jax-rocm7-pjrt"
 PLUGIN = "jax-rocm7-plugin"
@@ -144,7 +144,7 @@ def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
     problems.extend(f"bundles ROCm library {n}: ROCm comes from the host or from pip" for n in bundled)
     if LIBRARY_MEMBER not in archive.namelist():
         return [*problems, f"{LIBRARY_MEMBER} is missing"]
-    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     with tempfile.TemporaryDirectory() as directory:
         library = Path(archive.extract(LIBRARY_MEMBER, directory))
@@ -208,7 +208,7 @@ def _plugin(archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Ta
     info = _dist_info(archive)
     assert info is not None
     names = set(archive.namelist())
-    from jax_rocm7_plugin.packages import jax_plugin_entry_points
+    from jax_rocm7_plugin._machine.packages import jax_plugin_entry_points
 
     text = archive.read(f"{info}/entry_points.txt").decode() if f"{info}/entry_points.txt" in names else ""
     entry = dict(jax_plugin_entry_points(text)).get(ENTRY_POINT[0])
@@ -236,7 +236,7 @@ def _extension_modules(
 ) -> list[str]:
     """Modules, tag, ABI and pins agree: cpXY-cpXY-manylinux_2_28 with modules for CPython X.Y only,
     Requires-Python ==X.Y.*, jaxlib pinned to the release, each module behind its public stub."""
-    from jax_rocm7_plugin.extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR
+    from jax_rocm7_plugin._extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR
 
     names = set(archive.namelist())
     native_prefix = f"jax_rocm7_plugin/{NATIVE_DIR}/"
@@ -281,7 +281,7 @@ def _extension_modules(
         problems.append("carries re-packaged extension modules but no NOTICE file")
     recorded = (info or {}).get("modules", {})
     needed: set[str] = set()
-    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     with tempfile.TemporaryDirectory() as directory:
         for member in natives:

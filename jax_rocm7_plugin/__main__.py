@@ -23,19 +23,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from jax_rocm7_plugin import doctor as doctor_module
-    from jax_rocm7_plugin.sysroot import sysroot
+    from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
+    from jax_rocm7_plugin._doctor.render import render_text
+    from jax_rocm7_plugin._doctor.report import render_json
+    from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
 
     if args.sysroot is not None and not args.sysroot.is_dir():
         parser.error(f"--sysroot {args.sysroot}: not a directory")
-    root = args.sysroot if args.sysroot is not None else sysroot(os.environ)  # a bad variable is a finding
+    environ = dict(os.environ)
+    if args.library is not None:  # --library replaces the variable (made absolute, as the variable must be)
+        environ[PJRT_LIBRARY] = str(args.library.absolute())
+    # --sysroot replaces JAX_ROCM_SYSROOT, so that variable's value (good or bad) no longer matters.
+    settings = read_settings(environ, sysroot=args.sysroot)
     try:
-        # --sysroot replaces the variable, so its value (good or bad) no longer matters.
-        environ = {k: v for k, v in os.environ.items() if k != "JAX_ROCM_SYSROOT" or args.sysroot is None}
-        report = doctor_module.diagnose(environ, root, args.library, deep=args.deep)
+        report = diagnose(settings, deep=args.deep)
     except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
-        report = doctor_module.internal_error(error, root)
-    text = doctor_module.render_json(report) if args.json else doctor_module.render_text(report)
+        report = internal_error(error, settings)
+    text = render_json(report) if args.json else render_text(report)
     # Values from the environment may hold bytes that are not UTF-8: shown escaped, never a traceback.
     sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     return 0 if report.ok else 1

@@ -6,6 +6,6 @@ nothing for this plugin until jax asks for backends.
 
 
 def initialize() -> None:
-    from jax_rocm7_plugin.loader import initialize as initialize_rocm
+    from jax_rocm7_plugin._loader import initialize as initialize_rocm
 
     initialize_rocm()

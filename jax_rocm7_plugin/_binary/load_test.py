@@ -17,17 +17,14 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from jax_rocm7_plugin.findings import Finding
+    from jax_rocm7_plugin._findings import Finding
 
 TIMEOUT_SECONDS = 120.0  # a 500 MB library loads in ~1 s; a hung constructor is not waited on forever
 VERDICT_FORMAT = 1
-# What changes the outcome of a load besides the file itself.
-_SETTINGS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "ROCM_PATH", "HIP_PATH", "HSA_OVERRIDE_GFX_VERSION", "HIP_PLATFORM")
 
 # Runs in `python -I -S`: stdlib only, no site-packages, nothing of ours.
 _CHILD = r"""
@@ -81,33 +78,24 @@ class Verdict(NamedTuple):
     cached: bool = False
 
 
-def _identity(path: Path, kind: str, environ: Mapping[str, str]) -> str | None:
-    """The cache key. Not in it: the ROCm libraries this process has mapped, which the child loads
-    too (reading /proc/self/maps costs ~1 ms, so only a cache miss pays it)."""
+def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
+    """The cache key; `settings`: NAME=value of what changes a load besides the file (Settings.load_identity).
+    Not in it: the ROCm libraries this process has mapped, which the child loads too (reading
+    /proc/self/maps costs ~1 ms, so only a cache miss pays it)."""
     try:
         info = path.stat()
     except OSError:
         return None
     parts = [str(path.resolve()), str(info.st_size), str(info.st_mtime_ns), str(info.st_ino), str(info.st_dev), kind]
-    parts += [f"{name}={environ.get(name, '')}" for name in _SETTINGS]
+    parts += settings
     parts += [sys.version, str(VERDICT_FORMAT)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def cache_dir(environ: Mapping[str, str]) -> Path | None:
-    base = environ.get("XDG_CACHE_HOME") or ""
-    if not base.startswith("/"):
-        home = environ.get("HOME") or ""
-        if not home.startswith("/"):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "jax-rocm7-plugin" / "load-verdicts"
 
 
 def _read_cached(directory: Path | None, key: str) -> Verdict | None:
     if directory is None:
         return None
-    from jax_rocm7_plugin.safe_io import read_text
+    from jax_rocm7_plugin._safe_io import read_text
 
     try:
         data = json.loads(read_text(directory / f"{key}.json", 64 * 1024))
@@ -143,8 +131,8 @@ def _signal_name(returncode: int) -> str:
 
 def _rocm_loaded_here() -> list[str]:
     """ROCm libraries this process has mapped (ld.so reuses them by soname, so the child must too)."""
-    from jax_rocm7_plugin.ld_resolve import mapped_objects
-    from jax_rocm7_plugin.rocm_policy import is_rocm_library
+    from jax_rocm7_plugin._binary.process_maps import mapped_objects
+    from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
     return sorted(p for p in mapped_objects() if is_rocm_library(os.path.basename(p)))
 
@@ -185,8 +173,8 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
 
     A load that failed for a missing dependency is left to the caller, which can name them all.
     """
-    from jax_rocm7_plugin import findings as catalog
-    from jax_rocm7_plugin import pjrt_api
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._binary import pjrt_api
 
     if verdict.crashed:
         evidence = (f"library: {path}", f"GetPjrtApi: {verdict.api}" if verdict.api else "died while loading")
@@ -204,12 +192,17 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
 
 
 def probe(
-    path: Path, kind: str = "pjrt", environ: Mapping[str, str] | None = None, timeout: float = TIMEOUT_SECONDS
+    path: Path,
+    kind: str,
+    identity: tuple[str, ...],
+    directory: Path | None,
+    timeout: float = TIMEOUT_SECONDS,
 ) -> Verdict:
-    """What loading `path` does, learned in a child process (or from the cache). `kind`: "pjrt" or "module"."""
-    env = os.environ if environ is None else environ
-    key = _identity(path, kind, env)
-    directory = cache_dir(env)
+    """What loading `path` does, learned in a child process (or from the cache in `directory`).
+
+    `kind`: "pjrt" or "module"; `identity`: Settings.load_identity; `directory`: Settings.cache_dir.
+    """
+    key = _identity(path, kind, identity)
     if key is not None:
         cached = _read_cached(directory, key)
         if cached is not None:

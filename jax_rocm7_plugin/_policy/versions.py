@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-if TYPE_CHECKING:
-    from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 
-PLUGIN = "jax-rocm7-plugin"
-PJRT = "jax-rocm7-pjrt"
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._findings import Finding
+
+PLUGIN = PLUGIN_DISTRIBUTION
+PJRT = PJRT_DISTRIBUTION
 
 
 def release(version: str) -> tuple[int, int, int]:
@@ -64,7 +66,7 @@ def check_jaxlib(plugin_version: str, jaxlib_version: str) -> Skew | None:
     return Skew(
         "jaxlib",
         f"{PLUGIN} {plugin_version} serves jaxlib {plugin_rel}.*, but jaxlib {jaxlib_version} is installed",
-        f'pip install "jax-rocm7-plugin=={jaxlib_rel}.*" "jax-rocm7-pjrt=={jaxlib_rel}.*" '
+        f'pip install "{PLUGIN}=={jaxlib_rel}.*" "{PJRT}=={jaxlib_rel}.*" '
         f'(keeps jaxlib {jaxlib_version}), or pip install "jax[rocm7-local]=={plugin_rel}"',
         (f"{PLUGIN}=={plugin_version}", f"jaxlib=={jaxlib_version}"),
     )
@@ -91,7 +93,7 @@ def version_findings(plugin_version: str, jaxlib_version: str | None, pjrt_versi
 
     pjrt_version is None when the library does not come from the jax-rocm7-pjrt wheel.
     """
-    from jax_rocm7_plugin import findings as catalog
+    from jax_rocm7_plugin import _findings as catalog
 
     if jaxlib_version is None:
         return [catalog.jaxlib_missing()]
@@ -103,7 +105,7 @@ def version_findings(plugin_version: str, jaxlib_version: str | None, pjrt_versi
 
 def expected_pjrt_c_api_major(jaxlib_version: str) -> int | None:
     """The PJRT C API major the given jaxlib speaks, when this policy knows it."""
-    from jax_rocm7_plugin import releases
+    from jax_rocm7_plugin._policy import releases
 
     major, minor, _ = release(jaxlib_version)
     return releases.pjrt_c_api_major(major, minor)

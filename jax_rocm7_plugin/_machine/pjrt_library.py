@@ -10,20 +10,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.elf_header import shared_object_problem
-from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_ENTRY_SYMBOL, PJRT_PACKAGE
+from jax_rocm7_plugin._settings import PJRT_LIBRARY as LIBRARY_ENV
 
 if TYPE_CHECKING:
-    from jax_rocm7_plugin.elf_dynamic import DynamicInfo
-
-LIBRARY_ENV = "JAX_ROCM_PJRT_LIBRARY"
-LIBRARY_NAME = "xla_rocm_plugin.so"
-PJRT_ENTRY_POINT = "GetPjrtApi"
+    from jax_rocm7_plugin._binary.elf_dynamic import DynamicInfo
 # Workspace names under which the runfiles tree holds our targets (bzlmod: _main).
 _RUNFILES_WORKSPACES = ("_main", "jax_rocm7")
 
@@ -35,49 +32,51 @@ class LibraryChoice(NamedTuple):
     dynamic: DynamicInfo | None = None  # its NEEDED, RUNPATH and exports, read once when it was chosen
 
 
-def locate_library(environ: Mapping[str, str]) -> LibraryChoice | Finding:
-    explicit = environ.get(LIBRARY_ENV)
-    if explicit:
-        path = Path(explicit)
+def locate_library(
+    explicit: Path | None, runfiles_dir: str | None = None, runfiles_manifest: str | None = None
+) -> LibraryChoice | Finding:
+    """`explicit`: JAX_ROCM_PJRT_LIBRARY (absolute); the runfiles variables come from a `bazel run`."""
+    if explicit is not None:
+        path = explicit
         if not path.is_file():
             what = "does not exist" if not path.exists() else "is not a regular file"
             return catalog.pjrt_library_invalid(f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",))
         return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None))
 
-    from_wheel = _from_pjrt_wheel() if importlib.util.find_spec("jax_rocm7_pjrt") is not None else None
+    from_wheel = _from_pjrt_wheel() if importlib.util.find_spec(PJRT_PACKAGE) is not None else None
     if isinstance(from_wheel, LibraryChoice):
         return from_wheel
     # No wheel, or an unbuilt jax_rocm7_pjrt source tree on sys.path: a development run under Bazel.
-    runfile = _runfiles_library(environ)
+    runfile = _runfiles_library(runfiles_dir, runfiles_manifest)
     if runfile is not None:
         return _checked(LibraryChoice(runfile, "bazel runfiles", None))
     if from_wheel is not None:
         return from_wheel
-    return catalog.pjrt_wheel_missing(("no module jax_rocm7_pjrt", f"{LIBRARY_ENV} is not set"))
+    return catalog.pjrt_wheel_missing((f"no module {PJRT_PACKAGE}", f"{LIBRARY_ENV} is not set"))
 
 
 def _from_pjrt_wheel() -> LibraryChoice | Finding:
-    pjrt = importlib.import_module("jax_rocm7_pjrt")
+    pjrt = importlib.import_module(PJRT_PACKAGE)
     path = Path(pjrt.library_path())
     try:
         version = str(pjrt.build_info()["version"])
     except (OSError, ValueError, KeyError) as error:
         return catalog.pjrt_library_invalid(
-            f"jax-rocm7-pjrt at {path.parent} has no usable build_info.json", (str(error),)
+            f"{PJRT_DISTRIBUTION} at {path.parent} has no usable build_info.json", (str(error),)
         )
     if not path.is_file():
         return catalog.pjrt_library_invalid(
-            f"jax-rocm7-pjrt {version} is installed but its library {path} is missing",
+            f"{PJRT_DISTRIBUTION} {version} is installed but its library {path} is missing",
             (f"{path} does not exist",),
         )
-    return _checked(LibraryChoice(path, "jax-rocm7-pjrt", version))
+    return _checked(LibraryChoice(path, PJRT_DISTRIBUTION, version))
 
 
 def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
     problem = shared_object_problem(choice.path)
     if problem is not None:
         return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
-    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     try:
         dynamic = read_dynamic(choice.path)
@@ -85,9 +84,9 @@ def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
         return catalog.pjrt_library_invalid(
             f"{choice.path} is not a readable ELF object: {error}", (f"library chosen from {choice.source}",)
         )
-    if PJRT_ENTRY_POINT not in dynamic.exports:
+    if PJRT_ENTRY_SYMBOL not in dynamic.exports:
         return catalog.pjrt_library_invalid(
-            f"{choice.path} is not a PJRT plugin: it exports no {PJRT_ENTRY_POINT}",
+            f"{choice.path} is not a PJRT plugin: it exports no {PJRT_ENTRY_SYMBOL}",
             (f"exports: {', '.join(dynamic.exports[:8]) or 'none'}", f"library chosen from {choice.source}"),
         )
     return choice._replace(dynamic=dynamic)
@@ -98,15 +97,15 @@ def library_targets(choice: LibraryChoice) -> list[str] | None:
 
     None when the library has no offload bundles (e.g. a CPU stand-in) or they cannot be read.
     """
-    if choice.source == "jax-rocm7-pjrt":
+    if choice.source == PJRT_DISTRIBUTION:
         try:
-            pjrt = importlib.import_module("jax_rocm7_pjrt")
+            pjrt = importlib.import_module(PJRT_PACKAGE)
             recorded = pjrt.build_info().get("amdgpu_targets")
             return sorted(recorded) if recorded else None
         except (ImportError, OSError, ValueError):
             pass
-    from jax_rocm7_plugin.elf_dynamic import ElfError
-    from jax_rocm7_plugin.offload_bundles import scan_library
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError
+    from jax_rocm7_plugin._binary.offload_bundles import scan_library
 
     try:
         scan = scan_library(choice.path)
@@ -115,17 +114,15 @@ def library_targets(choice: LibraryChoice) -> list[str] | None:
     return sorted(scan.targets) if scan is not None and scan.targets else None
 
 
-def _runfiles_library(environ: Mapping[str, str]) -> Path | None:
-    wanted = [f"{ws}/pjrt/{LIBRARY_NAME}" for ws in _RUNFILES_WORKSPACES]
-    runfiles_dir = environ.get("RUNFILES_DIR")
+def _runfiles_library(runfiles_dir: str | None, manifest: str | None) -> Path | None:
+    wanted = [f"{ws}/pjrt/{LIBRARY_FILE}" for ws in _RUNFILES_WORKSPACES]
     if runfiles_dir:
         for relative in wanted:
             candidate = Path(runfiles_dir) / relative
             if candidate.is_file():
                 return candidate
-    manifest = environ.get("RUNFILES_MANIFEST_FILE")
     if manifest:
-        from jax_rocm7_plugin.safe_io import read_text
+        from jax_rocm7_plugin._safe_io import read_text
 
         try:  # non-blocking and bounded: the variable may name a FIFO or a huge file
             lines = read_text(manifest, 64 * 1024 * 1024).splitlines()

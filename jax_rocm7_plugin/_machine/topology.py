@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from jax_rocm7_plugin.sysroot import host_path
+from jax_rocm7_plugin._machine.sysroot import host_path
 
 TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"
 AMD_VENDOR_ID = 4098  # 0x1002
@@ -106,7 +106,7 @@ def parse_properties(text: str) -> dict[str, int]:
 
 def read_properties(path: Path) -> tuple[dict[str, int] | None, str | None]:
     """(properties, None) or (None, why the file could not be used)."""
-    from jax_rocm7_plugin.safe_io import NotARegularFile, read_file
+    from jax_rocm7_plugin._safe_io import NotARegularFile, read_file
 
     try:
         data = read_file(path, MAX_PROPERTIES_BYTES)

@@ -15,33 +15,29 @@ import functools
 import importlib
 import logging
 import os
-from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 # Only what a machine without an AMD GPU needs is imported up front: this module is
 # imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
-# without us (benchmarks/import_overhead.py). Library, version and option checks
-# import their modules when a GPU is there to use.
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.findings import Finding, first_blocking
-from jax_rocm7_plugin.machine import machine_findings, probe_within_deadline
-from jax_rocm7_plugin.sysroot import sysroot
+# without us (benchmarks/import_overhead.py). The pipeline imports each later step's
+# modules when it gets there.
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import BACKEND, XLA_PLATFORM
+from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
+from jax_rocm7_plugin._settings import Settings, read_settings
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
-
-if TYPE_CHECKING:
-    from jax_rocm7_plugin.library import LibraryChoice
 
 logger = logging.getLogger("jax_rocm7_plugin")
 
-BACKEND = "rocm"
 PRIORITY = 500
 
 
 class Plan(NamedTuple):
-    """Everything needed to register the backend."""
+    """Everything needed to register the backend, taken from what the checks learned."""
 
-    library: LibraryChoice
+    library_path: str
+    library_source: str
     options: dict[str, Any]
     c_api_version: str | None = None
     extensions: frozenset[int] = frozenset()  # PJRT_Extension_Type values the library offers
@@ -64,104 +60,79 @@ def rocm_required(platforms: str | None) -> bool:
     return bool(platforms) and rocm_requested(platforms)
 
 
-def plan_registration(environ: Mapping[str, str], root: Path, *, load: bool = True) -> Plan | Finding:
-    """Checks in order of cost; the first blocking finding ends the plan. The doctor runs them in this order."""
-    from jax_rocm7_plugin.environment import variable_findings
-
-    variables = variable_findings(environ, root)
-    blocking = first_blocking(variables)
-    if blocking is not None:
-        return blocking
-    state = probe_within_deadline(root)
-    if isinstance(state, Finding):
-        return state
-    blocking = first_blocking(machine_findings(state))
-    if blocking is not None:
-        return blocking
-
-    from jax_rocm7_plugin import coverage, environment, versions
-    from jax_rocm7_plugin.client_options import rocm_client_options
-    from jax_rocm7_plugin.library import library_targets, locate_library
-
-    warnings: list[Finding] = list(variables)
-
-    def blocked(found: list[Finding]) -> Finding | None:
-        warnings.extend(f for f in found if not f.blocks_rocm)
-        return first_blocking(found)
-
-    blocking = blocked(environment.visible_device_findings(environ, state.topology.gpus))
-    if blocking is not None:
-        return blocking
-
-    library = locate_library(environ)
-    if isinstance(library, Finding):
-        return library
-
+def _jaxlib_version() -> str | None:
     try:
-        from jaxlib.version import __version__ as jaxlib_version
+        from jaxlib.version import __version__
     except ImportError:
-        return catalog.jaxlib_missing()
-    skew = first_blocking(versions.version_findings(PLUGIN_VERSION, jaxlib_version, library.pjrt_version))
-    if skew is not None:
-        return skew
+        return None
+    return str(__version__)
 
-    options = rocm_client_options(environ)
+
+def plan_registration(settings: Settings, *, apply_environment: bool = False) -> Plan | Finding:
+    """The checks (in the pipeline's order) up to the first blocking finding, then jaxlib's client options.
+
+    `apply_environment`: point HIP at a pip ROCm in os.environ (only the real registration does).
+    """
+    facts = Facts(settings, _jaxlib_version)
+    blocking, warnings = first_blocking_finding(facts)
+    if blocking is not None:
+        return blocking
+    options = rocm_client_options(settings)
     if isinstance(options, Finding):
         return options
-
-    blocking = blocked(coverage.gpu_findings(environ, state, library_targets(library), root))
-    if blocking is not None:
-        return blocking
-
-    plan = Plan(library=library, options=options, warnings=tuple(warnings))
-    if not load:
-        return plan
-    return _load_and_check_c_api(plan, jaxlib_version, root, environ)
-
-
-def _load_and_check_c_api(plan: Plan, jaxlib_version: str, root: Path, environ: Mapping[str, str]) -> Plan | Finding:
-    from jax_rocm7_plugin import library_probe, pjrt_api, rocm_pip, versions
-
-    pip_rocm = rocm_pip.pip_rocm_used(os.environ)
-    if pip_rocm is not None:
-        # HIP reads these when it initialises, so they must be set before the load.
-        plan = plan._replace(
-            environment_changes=tuple(rocm_pip.point_at_pip_rocm(pip_rocm, os.environ)),
-            warnings=(*plan.warnings, *rocm_pip.bitcode_findings(pip_rocm)),
-        )
-
-    path = plan.library.path
-    # In a child process first: a library that dies while loading must not take `import jax` with it.
-    verdict = library_probe.probe(path, "pjrt")
-    refused = library_probe.verdict_finding(path, verdict)
-    if refused is not None:
-        return refused
-    if not verdict.loaded:  # a dependency is missing: name them all, as the doctor does
-        error = verdict.error or "unknown error"
-        return _runtime_cause(plan.library, root, environ) or catalog.library_dependency_missing(
-            f"the PJRT library needs {pjrt_api.missing_dependency(error, path)}, which the dynamic loader cannot find",
-            (error, f"library: {path}"),
-        )
-    c_api = pjrt_api.CApiVersion(verdict.major or 0, verdict.minor or 0)
-
-    expected = versions.expected_pjrt_c_api_major(jaxlib_version)
-    if expected is not None and c_api.major != expected:
-        return catalog.pjrt_c_api_mismatch(
-            f"the PJRT library speaks PJRT C API {c_api}, but jaxlib {jaxlib_version} speaks {expected}.x",
-            f'install the library built for this jaxlib: pip install "jax-rocm7-pjrt=='
-            f'{versions.release_str(jaxlib_version)}.*"',
-            (f"library: {path}", f"jaxlib=={jaxlib_version}"),
-        )
-    return plan._replace(c_api_version=str(c_api), extensions=frozenset(verdict.extensions))
+    assert facts.library is not None and facts.verdict is not None
+    changes: list[str] = []
+    if apply_environment and facts.pip_rocm is not None:
+        # HIP reads these when it initialises, which happens when jax creates the client.
+        changes = point_at_pip_rocm(facts.pip_rocm, os.environ)
+    return Plan(
+        library_path=str(facts.library.path),
+        library_source=facts.library.source,
+        options=options,
+        c_api_version=str(facts.c_api) if facts.c_api is not None else None,
+        extensions=frozenset(facts.verdict.extensions),
+        warnings=tuple(warnings),
+        environment_changes=tuple(changes),
+    )
 
 
-def _runtime_cause(library: LibraryChoice, root: Path, environ: Mapping[str, str]) -> Finding | None:
-    """Why dlopen failed, as the doctor says it: no ROCm 7, else every missing library."""
-    from jax_rocm7_plugin.runtime_checks import extension_modules, runtime_state
+def rocm_client_options(settings: Settings) -> dict[str, Any] | Finding:
+    """jaxlib's GPU plugin options with platform_name=ROCM, or the finding saying what is wrong.
 
-    needed = library.dynamic.needed if library.dynamic is not None else None
-    state = runtime_state(library.path, needed, extension_modules(), root, environ)
-    return first_blocking(state.findings)
+    The pipeline has made our own checks of these variables; jaxlib raises a bare ValueError
+    on what remains, which would surface as a traceback from jax's plugin discovery.
+    """
+    from jaxlib import xla_client
+
+    from jax_rocm7_plugin._settings import xla_client_evidence
+
+    try:
+        options: dict[str, Any] = dict(xla_client.generate_pjrt_gpu_plugin_options())
+    except ValueError as error:
+        # jaxlib's own message (or float()'s "could not convert ..."); the evidence names the variables set.
+        return catalog.xla_client_env_invalid(str(error).rstrip("."), xla_client_evidence(settings.xla_client))
+    options["platform_name"] = XLA_PLATFORM
+    return options
+
+
+def point_at_pip_rocm(pip_rocm: Any, environ: Any) -> list[str]:
+    """Set the variables HIP and XLA read to find bitcode and ld.lld, never overriding the user's; say what was set."""
+    changed: list[str] = []
+
+    def set_default(name: str, value: str) -> None:
+        if name not in environ:
+            environ[name] = value
+            changed.append(f"{name}={value}")
+
+    set_default("ROCM_PATH", str(pip_rocm.root))
+    if pip_rocm.bitcode_dir is not None:
+        set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
+    if pip_rocm.lld_dir is not None:
+        path_entries = environ.get("PATH", "").split(os.pathsep)
+        if str(pip_rocm.lld_dir) not in path_entries:
+            environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
+            changed.append(f"PATH+={pip_rocm.lld_dir}")
+    return changed
 
 
 def initialize() -> None:
@@ -169,15 +140,7 @@ def initialize() -> None:
     try:
         _initialize()
     except Exception as error:  # noqa: BLE001 - jax would print a traceback; one line is kinder
-        _report_unavailable(
-            catalog.Finding(
-                "loader-internal-error",
-                "error",
-                f"jax-rocm7-plugin {PLUGIN_VERSION} failed unexpectedly ({type(error).__name__}: {error})",
-                "report this with the output of `python -m jax_rocm7_plugin doctor`",
-            ),
-            _platforms_setting(),
-        )
+        _report_unavailable(catalog.loader_internal_error(PLUGIN_VERSION, error), _platforms_setting())
 
 
 def _platforms_setting() -> str | None:
@@ -195,7 +158,7 @@ def _initialize() -> None:
     if not rocm_requested(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
         return
-    outcome = plan_registration(os.environ, sysroot())
+    outcome = plan_registration(read_settings(os.environ, platforms=platforms or ""), apply_environment=True)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms)
         return
@@ -212,12 +175,12 @@ def _register(plan: Plan, platforms: str | None) -> None:
 
     try:
         c_api = xla_bridge.register_plugin(
-            BACKEND, priority=PRIORITY, library_path=str(plan.library.path), options=plan.options
+            BACKEND, priority=PRIORITY, library_path=plan.library_path, options=plan.options
         )
     except Exception as error:  # noqa: BLE001 - jax's loader error, reported as a finding
         _report_unavailable(
             catalog.pjrt_library_invalid(
-                f"jax could not load {plan.library.path}: {error}", (f"source: {plan.library.source}",)
+                f"jax could not load {plan.library_path}: {error}", (f"source: {plan.library_source}",)
             ),
             platforms,
         )
@@ -225,8 +188,8 @@ def _register(plan: Plan, platforms: str | None) -> None:
     logger.debug(
         "registered backend %r from %s (%s, PJRT C API %s)",
         BACKEND,
-        plan.library.path,
-        plan.library.source,
+        plan.library_path,
+        plan.library_source,
         plan.c_api_version,
     )
     extension = _import_plugin_extension()
@@ -234,18 +197,18 @@ def _register(plan: Plan, platforms: str | None) -> None:
         return
     cause = _register_extension(extension, c_api, plan, xla_client)
     if cause is not None:  # the backend works; only what needs custom calls is lost
-        finding = catalog.custom_calls_unavailable(cause, (f"library: {plan.library.path}",))
+        finding = catalog.custom_calls_unavailable(cause, (f"library: {plan.library_path}",))
         logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
 
 
 def _import_plugin_extension() -> Any | None:
     """rocm_plugin_extension, when this wheel carries it and it loads (a ROCm library may be missing)."""
-    from jax_rocm7_plugin import extensions
+    from jax_rocm7_plugin._machine.native_modules import lost, native_path
 
-    if not extensions.native_path("rocm_plugin_extension").is_file():
+    if not native_path("rocm_plugin_extension").is_file():
         logger.debug(
             "this jax-rocm7-plugin wheel carries no ROCm extension modules: %s",
-            extensions.lost("rocm_plugin_extension", "not built into the wheel"),
+            lost("rocm_plugin_extension", "not built into the wheel"),
         )
         return None
     try:
@@ -260,8 +223,7 @@ def _register_extension(extension: Any, c_api: Any, plan: Plan, xla_client: Any)
     A library without the extensions jaxlib's GPU plugin code needs (the CPU stand-in, say) gets no
     handler: jaxlib would install it and then raise on every ROCM registration, queued or later.
     """
-    from jax_rocm7_plugin import pjrt_api
-    from jax_rocm7_plugin.client_options import PLATFORM_NAME
+    from jax_rocm7_plugin._binary import pjrt_api
 
     missing = [
         name
@@ -274,16 +236,16 @@ def _register_extension(extension: Any, c_api: Any, plan: Plan, xla_client: Any)
     if missing:
         return f"the PJRT library offers no {' or '.join(missing)} extension, which jaxlib's ROCm modules need"
     try:
-        xla_client.register_custom_type_handler(PLATFORM_NAME, functools.partial(extension.register_custom_type, c_api))
+        xla_client.register_custom_type_handler(XLA_PLATFORM, functools.partial(extension.register_custom_type, c_api))
         xla_client.register_custom_call_handler(
-            PLATFORM_NAME, functools.partial(extension.register_custom_call_target, c_api)
+            XLA_PLATFORM, functools.partial(extension.register_custom_call_target, c_api)
         )
         for name, value in extension.ffi_types().items():
-            xla_client.register_custom_type(name, value, platform=PLATFORM_NAME)
+            xla_client.register_custom_type(name, value, platform=XLA_PLATFORM)
         for name, value in extension.ffi_handlers().items():
-            xla_client.register_custom_call_target(name, value, platform=PLATFORM_NAME, api_version=1)
+            xla_client.register_custom_call_target(name, value, platform=XLA_PLATFORM, api_version=1)
     except Exception as error:  # noqa: BLE001 - jaxlib raises its own runtime error types
-        _withdraw_handlers(xla_client, PLATFORM_NAME)
+        _withdraw_handlers(xla_client, XLA_PLATFORM)
         return f"{type(error).__name__}: {error}"
     return None
 

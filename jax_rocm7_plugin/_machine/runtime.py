@@ -7,16 +7,16 @@ root cause, then library-dependency-missing with every missing name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
-from jax_rocm7_plugin.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
-
-HIP_SONAME = "libamdhip64.so.7"
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
+from jax_rocm7_plugin._machine.native_modules import lost
+from jax_rocm7_plugin._machine.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
+from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, HIP_SONAME, ROCM_MAJOR
 
 
 class ExtensionState(NamedTuple):
@@ -32,34 +32,31 @@ class RuntimeState(NamedTuple):
     extensions: tuple[ExtensionState, ...] = ()
 
 
-def extension_modules() -> list[Path]:
-    """The ROCm extension modules this plugin wheel carries (in _native/; none in a pure-Python wheel)."""
-    from jax_rocm7_plugin.extensions import native_dir
-
-    return sorted(native_dir().glob("*.so"))
-
-
 def runtime_state(
     library: Path | None,
     needed: Sequence[str] | None,
     extensions: Sequence[Path],
     root: Path,
-    environ: Mapping[str, str],
+    rocm_path: str | None,
+    ld_library_path: Sequence[str],
 ) -> RuntimeState:
-    """`needed`: the library's DT_NEEDED names (None when unknown); ROCm is judged only if it needs HIP."""
+    """`needed`: the library's DT_NEEDED names (None when unknown); ROCm is judged only if it needs HIP.
+    `rocm_path` and `ld_library_path` as in Settings."""
     conf_dirs = ld_so_conf_dirs(root)
-    installs = find_rocm_installs(root, environ, search_dirs(environ, conf_dirs))
+    installs = find_rocm_installs(root, rocm_path, search_dirs(ld_library_path, conf_dirs))
     found: list[Finding] = []
-    if needed is None or any(name.startswith("libamdhip64.so.") for name in needed):
-        found.extend(rocm_findings(installs, environ))
+    if needed is None or any(name.startswith(HIP_RUNTIME_PREFIX) for name in needed):
+        found.extend(rocm_findings(installs, rocm_path))
     dependencies = None
     if library is not None:
-        dependencies = resolve_dependencies([library], root, environ, conf_dirs=conf_dirs)
+        dependencies = resolve_dependencies([library], root, ld_library_path, conf_dirs=conf_dirs)
         found.extend(dependency_findings(dependencies, installs))
-        found.extend(rocm_path_findings(environ, dependencies, root))
+        found.extend(rocm_path_findings(rocm_path, dependencies, root))
     modules = tuple(
         ExtensionState(
-            path.stem, path, tuple(resolve_dependencies([path], root, environ, conf_dirs=conf_dirs).missing_names)
+            path.stem,
+            path,
+            tuple(resolve_dependencies([path], root, ld_library_path, conf_dirs=conf_dirs).missing_names),
         )
         for path in extensions
     )
@@ -69,8 +66,6 @@ def runtime_state(
 
 def extension_findings(modules: Sequence[ExtensionState]) -> list[Finding]:
     """A warning per module that cannot load: the backend still comes up, without what it gives."""
-    from jax_rocm7_plugin.extensions import lost
-
     return [
         catalog.extension_module_unavailable(
             lost(m.module, f"{', '.join(m.missing)} not found"), (f"{m.path} needs {', '.join(m.missing)}",)
@@ -88,7 +83,7 @@ def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -
     # A ROCm 7 that holds missing libraries where the loader does not look (its lib directory off the
     # path, or lib/rocm_sysdeps/lib, which the library's RUNPATH may not name): say where they are.
     for install in installs:
-        if install.major != 7:
+        if install.major != ROCM_MAJOR:
             continue
         for lib_dir in install.library_dirs:
             present = [n for n in names if (lib_dir / n).exists()]
@@ -101,8 +96,7 @@ def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -
     return [catalog.library_dependency_missing(summary, tuple(evidence))]
 
 
-def rocm_path_findings(environ: Mapping[str, str], report: DependencyReport, root: Path) -> list[Finding]:
-    rocm_path = environ.get("ROCM_PATH")
+def rocm_path_findings(rocm_path: str | None, report: DependencyReport, root: Path) -> list[Finding]:
     runtime = report.found.get(HIP_SONAME)
     if not rocm_path or runtime is None:
         return []

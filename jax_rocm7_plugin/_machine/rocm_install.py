@@ -15,16 +15,15 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.sysroot import host_path
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 
-REQUIRED_MAJOR = 7
-HIP_RUNTIME_GLOB = "libamdhip64.so.*"
+HIP_RUNTIME_GLOB = f"{HIP_RUNTIME_PREFIX}*"
 _SONAME_MAJOR = re.compile(r"libamdhip64\.so\.(\d+)$")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -59,7 +58,7 @@ def _hip_runtimes(directory: Path) -> tuple[Path, ...]:
 
 def read_version_file(root: Path) -> str | None:
     """`<ROCm>/.info/version` as AMD's packages write it ("7.0.2-56"), if it holds a version."""
-    from jax_rocm7_plugin.safe_io import read_text
+    from jax_rocm7_plugin._safe_io import read_text
 
     try:
         text = read_text(root / ".info" / "version", 4096).strip()
@@ -70,7 +69,7 @@ def read_version_file(root: Path) -> str | None:
 
 
 def library_dirs_of(root: Path) -> tuple[Path, ...]:
-    from jax_rocm7_plugin.rocm_policy import library_dirs
+    from jax_rocm7_plugin._policy.rocm_policy import library_dirs
 
     return tuple(root / d for d in library_dirs() if (root / d).is_dir())
 
@@ -88,7 +87,7 @@ def _rocm_tree(root: Path, location: str, source: str) -> RocmInstall | None:
     return RocmInstall(location, source, version, runtimes, directories)
 
 
-def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list[str]) -> list[RocmInstall]:
+def find_rocm_installs(root: Path, rocm_path: str | None, loader_dirs: list[str]) -> list[RocmInstall]:
     """Every ROCm runtime visible under the sysroot and in this Python environment."""
     installs: list[RocmInstall] = []
     seen: set[str] = set()
@@ -99,7 +98,6 @@ def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list
             seen.add(resolved)
             installs.append(install)
 
-    rocm_path = environ.get("ROCM_PATH")
     if rocm_path:
         add(_rocm_tree(host_path(root, rocm_path), rocm_path, "ROCM_PATH"), host_path(root, rocm_path))
     add(_rocm_tree(host_path(root, "/opt/rocm"), "/opt/rocm", "/opt/rocm"), host_path(root, "/opt/rocm"))
@@ -118,32 +116,31 @@ def find_rocm_installs(root: Path, environ: Mapping[str, str], loader_dirs: list
 
 
 def _pip_rocm() -> tuple[RocmInstall, Path] | None:
-    from jax_rocm7_plugin.rocm_pip import find_pip_rocm
+    from jax_rocm7_plugin._machine.rocm_pip import find_pip_rocm
 
     found = find_pip_rocm()
     if found is None:
         return None
-    from jax_rocm7_plugin.packages import installed_version
+    from jax_rocm7_plugin._machine.packages import installed_version
 
-    version = installed_version("rocm-sdk-core")
+    version = installed_version(PIP_ROCM_DISTRIBUTION)
     runtimes = _hip_runtimes(found.root / "lib")
     return RocmInstall(f"pip: {found.root}", "pip", version, runtimes, library_dirs_of(found.root)), found.root
 
 
-def rocm_findings(installs: list[RocmInstall], environ: Mapping[str, str]) -> list[Finding]:
+def rocm_findings(installs: list[RocmInstall], rocm_path: str | None) -> list[Finding]:
     """rocm-not-found / rocm-major-mismatch; nothing when a ROCm 7 is among the installs."""
     if not installs:
-        rocm_path = environ.get("ROCM_PATH")
         return [
             catalog.rocm_not_found(
                 (
                     f"ROCM_PATH={rocm_path} holds no ROCm" if rocm_path else "ROCM_PATH is not set",
                     "no /opt/rocm or /opt/rocm-* with a HIP runtime or .info/version",
                     "no libamdhip64.so.* in the dynamic loader's directories",
-                    "no ROCm from pip (module _rocm_sdk_core)",
+                    f"no ROCm from pip (module {PIP_ROCM_PACKAGE})",
                 )
             )
         ]
-    if any(install.major == REQUIRED_MAJOR for install in installs):
+    if any(install.major == ROCM_MAJOR for install in installs):
         return []
     return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs))]

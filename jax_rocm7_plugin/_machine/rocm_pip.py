@@ -3,23 +3,21 @@
 XLA compiles kernels at run time: it links the device bitcode libraries (ocml.bc,
 ockl.bc, ...) and calls ld.lld. A system ROCm has them under /opt/rocm; a pip
 ROCm has them inside site-packages, where nothing looks by default. When (and
-only when) the pip ROCm is the runtime the PJRT library will load, we point HIP
-and XLA at it, never overriding a variable the user set.
+only when) the pip ROCm is the runtime the PJRT library will load, the loader points
+HIP and XLA at it, never overriding a variable the user set.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-PIP_ROCM_MODULE = "_rocm_sdk_core"
-if TYPE_CHECKING:
-    from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin._names import HIP_SONAME, PIP_ROCM_PACKAGE
 
-HIP_RUNTIME = "libamdhip64.so.7"
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._findings import Finding
 _BITCODE_DIRS = ("lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode", "amdgcn/bitcode")
 _LLD_DIRS = ("lib/llvm/bin", "llvm/bin", "bin")
 
@@ -37,61 +35,40 @@ class PipRocm(NamedTuple):
 def find_pip_rocm(root: Path | None = None) -> PipRocm | None:
     """The pip ROCm root (from the import system unless given), if it has a HIP runtime."""
     if root is None:
-        spec = importlib.util.find_spec(PIP_ROCM_MODULE)
+        spec = importlib.util.find_spec(PIP_ROCM_PACKAGE)
         if spec is None or not spec.submodule_search_locations:
             return None
         root = Path(next(iter(spec.submodule_search_locations)))
-    if not (root / "lib" / HIP_RUNTIME).exists():
+    if not (root / "lib" / HIP_SONAME).exists():
         return None
     bitcode = next((root / d for d in _BITCODE_DIRS if (root / d / "ocml.bc").is_file()), None)
     lld = next((root / d for d in _LLD_DIRS if (root / d / "ld.lld").is_file()), None)
     return PipRocm(root, bitcode, lld)
 
 
-def pip_rocm_in_use(pip_rocm: PipRocm, environ: Mapping[str, str]) -> bool:
+def pip_rocm_in_use(pip_rocm: PipRocm, rocm_path: str | None, ld_library_path: Sequence[str]) -> bool:
     """Will the dynamic loader take HIP from the pip ROCm?
 
     LD_LIBRARY_PATH wins over the library's RUNPATH, and ROCM_PATH names the
     ROCm the user chose; either pointing at another HIP runtime means a system
     ROCm is in use.
     """
-    rocm_path = environ.get("ROCM_PATH")
     if rocm_path and Path(rocm_path).resolve() != pip_rocm.root.resolve():
         return False
-    for entry in environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if entry and (Path(entry) / HIP_RUNTIME).exists():
+    for entry in ld_library_path:
+        if entry and (Path(entry) / HIP_SONAME).exists():
             return Path(entry).resolve() == (pip_rocm.root / "lib").resolve()
     return True
 
 
-def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> list[str]:
-    """Set the variables HIP and XLA read to find bitcode and ld.lld; return what was set."""
-    changed: list[str] = []
-
-    def set_default(name: str, value: str) -> None:
-        if name not in environ:
-            environ[name] = value
-            changed.append(f"{name}={value}")
-
-    set_default("ROCM_PATH", str(pip_rocm.root))
-    if pip_rocm.bitcode_dir is not None:
-        set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
-    if pip_rocm.lld_dir is not None:
-        path_entries = environ.get("PATH", "").split(os.pathsep)
-        if str(pip_rocm.lld_dir) not in path_entries:
-            environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
-            changed.append(f"PATH+={pip_rocm.lld_dir}")
-    return changed
-
-
-def pip_rocm_used(environ: Mapping[str, str]) -> PipRocm | None:
+def pip_rocm_used(rocm_path: str | None, ld_library_path: Sequence[str]) -> PipRocm | None:
     """The pip ROCm the PJRT library will take its HIP from, if there is one."""
     found = find_pip_rocm()
-    return found if found is not None and pip_rocm_in_use(found, environ) else None
+    return found if found is not None and pip_rocm_in_use(found, rocm_path, ld_library_path) else None
 
 
 def bitcode_findings(pip_rocm: PipRocm) -> list[Finding]:
     """device-bitcode-missing when the pip ROCm in use lacks ocml.bc or ld.lld."""
-    from jax_rocm7_plugin import findings as catalog
+    from jax_rocm7_plugin import _findings as catalog
 
     return [] if pip_rocm.complete else [catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))]

@@ -7,16 +7,12 @@ We say so before that happens.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
 
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.gfx_targets import covering_target, describe, override_suggestion, override_target
-
-if TYPE_CHECKING:
-    from jax_rocm7_plugin.machine import MachineState
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._policy.gfx_targets import covering_target, describe, override_suggestion, override_target
 
 OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
 
@@ -30,10 +26,11 @@ class GpuCoverage(NamedTuple):
 
 
 def gpu_coverage(
-    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str], environ: Mapping[str, str]
+    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str], override_value: str | None
 ) -> list[GpuCoverage]:
-    """`gpus`: (HIP_VISIBLE_DEVICES index, KFD node index, gfx target) of each GPU HIP will use."""
-    override = override_target(environ.get(OVERRIDE_VARIABLE, "")) if environ.get(OVERRIDE_VARIABLE) else None
+    """`gpus`: (HIP_VISIBLE_DEVICES index, KFD node index, gfx target) of each GPU HIP will use;
+    `override_value`: HSA_OVERRIDE_GFX_VERSION as set."""
+    override = override_target(override_value) if override_value else None
     targets = frozenset(library_targets)
     result = []
     for position, node, target in gpus:
@@ -43,8 +40,7 @@ def gpu_coverage(
     return result
 
 
-def override_findings(environ: Mapping[str, str]) -> list[Finding]:
-    value = environ.get(OVERRIDE_VARIABLE)
+def override_findings(value: str | None) -> list[Finding]:
     if value is None:
         return []
     target = override_target(value)
@@ -64,38 +60,19 @@ def override_findings(environ: Mapping[str, str]) -> list[Finding]:
     ]
 
 
-def gpu_findings(
-    environ: Mapping[str, str], state: MachineState, library_targets: Collection[str] | None, root: Path
-) -> list[Finding]:
-    """Once the library is known: the override, code for each GPU HIP will use, and shared memory for them.
-
-    The loader and the doctor both run exactly this, so they judge the same GPUs the same way.
-    """
-    from jax_rocm7_plugin.environment import hip_view
-    from jax_rocm7_plugin.machine import shm_findings
-
-    view = hip_view(environ, state.topology.gpus)
-    usable = {gpu.node_index for gpu in state.usable_gpus}
-    return [
-        *override_findings(environ),
-        *coverage_findings([(index, node.index, node.gfx_target) for index, node in view], library_targets, environ),
-        *shm_findings(root, sum(1 for _, node in view if node.index in usable)),
-    ]
-
-
 def coverage_findings(
-    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str] | None, environ: Mapping[str, str]
+    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str] | None, override_value: str | None
 ) -> list[Finding]:
     """gpu-arch-not-in-library: an error when no GPU is covered, a warning when some are not."""
     if not gpus or not library_targets:
         return []  # no GPUs, or a library without GPU code objects (nothing to judge)
-    coverage = gpu_coverage(gpus, library_targets, environ)
+    coverage = gpu_coverage(gpus, library_targets, override_value)
     missing = [c for c in coverage if c.covered_by is None and c.effective_target is not None]
     if not missing:
         return []
     covered = [c for c in coverage if c.covered_by is not None]
     names = ", ".join(dict.fromkeys(describe(c.effective_target) for c in missing))
-    overridden = " (after HSA_OVERRIDE_GFX_VERSION)" if environ.get(OVERRIDE_VARIABLE) else ""
+    overridden = " (after HSA_OVERRIDE_GFX_VERSION)" if override_value else ""
     evidence = (
         *(
             f"KFD node {c.node_index}: {describe(c.own_target)}"
@@ -121,7 +98,7 @@ def coverage_findings(
         (s for c in missing if c.own_target and (s := override_suggestion(c.own_target, frozenset(library_targets)))),
         None,
     )
-    if suggestion is not None and not environ.get(OVERRIDE_VARIABLE):
+    if suggestion is not None and not override_value:
         fix += f"; as an unsupported workaround, HSA_OVERRIDE_GFX_VERSION={suggestion} runs a sibling's code"
     return [
         catalog.gpu_arch_not_in_library("error", f"the PJRT library has no code for {names}{overridden}", fix, evidence)

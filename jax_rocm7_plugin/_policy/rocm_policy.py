@@ -43,7 +43,3 @@ def library_dirs() -> tuple[str, ...]:
 
 def sysdeps_dir() -> str:
     return next(d for d in library_dirs() if "rocm_sysdeps" in d)
-
-
-def required_major() -> int:
-    return int(_policy()["major"])

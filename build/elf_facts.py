@@ -16,7 +16,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from jax_rocm7_plugin.offload_bundles import scan_library
+from jax_rocm7_plugin._binary.offload_bundles import scan_library
 
 FATBIN_SECTION = ".hip_fatbin"
 _HIP_RUNTIME = re.compile(r"libamdhip64\.so\.(\d+)$")

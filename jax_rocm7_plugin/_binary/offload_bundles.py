@@ -183,7 +183,7 @@ def scan_library(path: Path, section_name: str = ".hip_fatbin") -> BundleScan | 
     None when the object has no such section (a library without GPU code).
     Raises elf_dynamic.ElfError for a file that is not a readable ELF object.
     """
-    from jax_rocm7_plugin.elf_dynamic import SHT_NOBITS, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import SHT_NOBITS, read_dynamic
 
     section = read_dynamic(path, exports=False).sections.get(section_name)
     if section is None or section.size == 0 or section.type == SHT_NOBITS:

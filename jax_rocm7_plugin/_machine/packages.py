@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-from jax_rocm7_plugin import findings as catalog
-from jax_rocm7_plugin.findings import Finding
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
 
 OUR_DISTRIBUTIONS = frozenset({"jax-rocm7-plugin", "jax-rocm7-pjrt"})
 OUR_PLUGIN_MODULE = "rocm7"  # jax_plugins.rocm7

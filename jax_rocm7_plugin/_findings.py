@@ -1,19 +1,66 @@
 """The catalog of findings: what can stop (or hurt) the ROCm backend, and the fix.
 
 The loader's one-line warning and the doctor's report are both rendered from
-these objects, so the two never disagree. Ids are part of the public interface.
+these objects, so the two never disagree. Ids are part of the public interface:
+a closed set (FindingId), one constructor each, listed in the README (a test
+checks the list).
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
+
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
+from jax_rocm7_plugin.version import JAX_RELEASE
 
 Severity = Literal["error", "warning", "info"]
 _SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
+FindingId = Literal[
+    "amdgpu-driver-missing",
+    "kfd-device-missing",
+    "render-node-missing",
+    "kfd-permission-denied",
+    "render-node-permission-denied",
+    "no-gpu-nodes",
+    "wsl-detected",
+    "gpu-arch-not-in-library",
+    "hsa-override-gfx-version",
+    "rocm-not-found",
+    "rocm-major-mismatch",
+    "rocm-path-mismatch",
+    "library-dependency-missing",
+    "pjrt-wheel-missing",
+    "pjrt-library-invalid",
+    "pjrt-c-api-mismatch",
+    "jaxlib-missing",
+    "version-skew-jaxlib",
+    "version-skew-pjrt",
+    "conflicting-rocm-plugin",
+    "cuda-plugin-present",
+    "jax-platforms-excludes-rocm",
+    "visible-devices-hide-all",
+    "cuda-visible-devices-set",
+    "shm-too-small",
+    "xla-client-env-invalid",
+    "device-bitcode-missing",
+    "hip-no-device",
+    "hip-probe-failed",
+    "custom-calls-unavailable",
+    "extension-module-unavailable",
+    "machine-probe-timeout",
+    "pjrt-library-crashed",
+    "environment-variable-invalid",
+    "loader-internal-error",
+    "doctor-internal-error",
+]
+FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
+SkewKind = Literal["jaxlib", "pjrt"]
+_REINSTALL_PJRT = f'pip install --force-reinstall "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"'
+
 
 class Finding(NamedTuple):
-    id: str
+    id: FindingId
     severity: Severity
     summary: str
     fix: str
@@ -126,26 +173,21 @@ def wsl_detected(evidence: tuple[str, ...]) -> Finding:
 
 
 def pjrt_wheel_missing(evidence: tuple[str, ...]) -> Finding:
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     return Finding(
         "pjrt-wheel-missing",
         "error",
         "the ROCm PJRT library is not installed (no jax-rocm7-pjrt wheel, no JAX_ROCM_PJRT_LIBRARY)",
-        f'pip install "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        f'pip install "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"',
         evidence,
     )
 
 
 def pjrt_library_invalid(summary: str, evidence: tuple[str, ...]) -> Finding:
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     return Finding(
         "pjrt-library-invalid",
         "error",
         summary,
-        "point JAX_ROCM_PJRT_LIBRARY at a PJRT plugin .so, or unset it and "
-        f'reinstall the library: pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        f"point JAX_ROCM_PJRT_LIBRARY at a PJRT plugin .so, or unset it and reinstall the library: {_REINSTALL_PJRT}",
         evidence,
     )
 
@@ -162,13 +204,11 @@ def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Findi
 
 
 def pjrt_library_crashed(path: str, how: str, evidence: tuple[str, ...]) -> Finding:
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     return Finding(
         "pjrt-library-crashed",
         "error",
         f"loading {path} kills the process ({how}), so it was not loaded",
-        f'reinstall it (pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"); if that does not help, '
+        f"reinstall it ({_REINSTALL_PJRT}); if that does not help, "
         "the library was built for another CPU or ROCm: report it with the output of "
         "`python -m jax_rocm7_plugin doctor`",
         evidence,
@@ -204,15 +244,12 @@ _VARIABLE_WANTS = {
 
 
 def custom_calls_unavailable(cause: str, evidence: tuple[str, ...]) -> Finding:
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     return Finding(
         "custom-calls-unavailable",
         "warning",
         f"ROCm custom calls unavailable: {cause}; jnp.linalg, jax.experimental.sparse, the GPU PRNG, "
         "RNN and Pallas kernels cannot run on the 'rocm' devices",
-        "use the ROCm library of this release, not a stand-in: unset JAX_ROCM_PJRT_LIBRARY or "
-        f'pip install --force-reinstall "jax-rocm7-pjrt=={JAX_RELEASE}.*"',
+        f"use the ROCm library of this release, not a stand-in: unset JAX_ROCM_PJRT_LIBRARY or {_REINSTALL_PJRT}",
         evidence,
     )
 
@@ -228,8 +265,9 @@ def extension_module_unavailable(summary: str, evidence: tuple[str, ...]) -> Fin
     )
 
 
-def version_skew(kind: str, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
-    return Finding(f"version-skew-{kind}", "error", summary, fix, evidence)
+def version_skew(kind: SkewKind, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    finding_id: FindingId = "version-skew-jaxlib" if kind == "jaxlib" else "version-skew-pjrt"
+    return Finding(finding_id, "error", summary, fix, evidence)
 
 
 def pjrt_c_api_mismatch(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
@@ -237,8 +275,6 @@ def pjrt_c_api_mismatch(summary: str, fix: str, evidence: tuple[str, ...]) -> Fi
 
 
 def jaxlib_missing() -> Finding:
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     return Finding(
         "jaxlib-missing",
         "error",
@@ -386,4 +422,22 @@ def hip_probe_failed(summary: str, evidence: tuple[str, ...]) -> Finding:
         summary,
         "run the deep probe again with AMD_LOG_LEVEL=4 to see the runtime's own log, and report it",
         evidence,
+    )
+
+
+def loader_internal_error(plugin_version: str, error: Exception) -> Finding:
+    return Finding(
+        "loader-internal-error",
+        "error",
+        f"jax-rocm7-plugin {plugin_version} failed unexpectedly ({type(error).__name__}: {error})",
+        "report this with the output of `python -m jax_rocm7_plugin doctor`",
+    )
+
+
+def doctor_internal_error(error: Exception) -> Finding:
+    return Finding(
+        "doctor-internal-error",
+        "error",
+        f"the doctor failed unexpectedly ({type(error).__name__}: {error})",
+        "report this at the project's issue tracker with the command you ran",
     )

@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import ROCM_MAJOR
+
 DEFAULT_TIMEOUT_S = 120.0  # hipInit on a large node can take tens of seconds
 
 
@@ -40,10 +44,10 @@ def hip_version_text(encoded: int) -> str:
 
 
 def run_probe(runtime: Path, pjrt_library: Path | None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> HipProbe:
-    command = [sys.executable, "-m", "jax_rocm7_plugin.hip_probe", str(runtime)]
+    command = [sys.executable, "-m", "jax_rocm7_plugin._doctor.deep", str(runtime)]
     if pjrt_library is not None:
         command.append(str(pjrt_library))
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])  # the folder holding jax_rocm7_plugin
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH", "")]))
     try:
@@ -57,6 +61,38 @@ def run_probe(runtime: Path, pjrt_library: Path | None, *, timeout_s: float = DE
         how = f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
         failure = f"the probe process ended with {how}" + (f": {last}" if last else "")
     return _parse(runtime, done.stdout, failure)
+
+
+def deep_findings(probe: HipProbe) -> list[Finding]:
+    results: list[Finding] = []
+    hip = probe.hip
+    where = f"deep probe of {probe.runtime}"
+    if not hip.get("loaded", False):
+        why = hip.get("error") or probe.failure or "no answer"
+        return [catalog.hip_probe_failed(f"the HIP runtime {probe.runtime} could not be started", (why,))]
+    runtime_version = hip.get("runtime_version", {})
+    text = runtime_version.get("text")
+    if runtime_version.get("code") == 0 and text and not text.startswith(f"{ROCM_MAJOR}."):
+        results.append(catalog.rocm_major_mismatch((f"{where}: HIP runtime version {text}",)))
+    init, count = hip.get("init", {}), hip.get("device_count", {})
+    if init.get("code") != 0 or count.get("value", 0) == 0:
+        name = count.get("name") if count.get("code") else init.get("name")
+        results.append(
+            catalog.hip_no_device(
+                str(name or "no devices"),
+                (
+                    f"{where}: hipInit -> {init.get('name')}",
+                    f"hipGetDeviceCount -> {count.get('name')}, {count.get('value')} device(s)",
+                    f"runtime {text}, driver {hip.get('driver_version', {}).get('text')}",
+                ),
+            )
+        )
+    if probe.failure:
+        results.append(catalog.hip_probe_failed(f"the deep probe did not finish: {probe.failure}", (where,)))
+    pjrt = probe.pjrt
+    if pjrt is not None and pjrt.get("error"):
+        results.append(catalog.pjrt_library_invalid(f"loading the PJRT library failed: {pjrt['error']}", (where,)))
+    return results
 
 
 def _parse(runtime: Path, stdout: str, failure: str | None) -> HipProbe:
@@ -115,7 +151,7 @@ def _probe_hip(runtime: str) -> None:
 
 
 def _probe_pjrt(library: str) -> None:
-    from jax_rocm7_plugin import pjrt_api
+    from jax_rocm7_plugin._binary import pjrt_api
 
     try:
         handle = pjrt_api.load_library(Path(library))

@@ -21,13 +21,14 @@ from __future__ import annotations
 import glob
 import os
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jax_rocm7_plugin.elf_header import shared_object_problem
-from jax_rocm7_plugin.safe_io import read_text
-from jax_rocm7_plugin.sysroot import host_path
+from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+from jax_rocm7_plugin._binary.process_maps import mapped_objects
+from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._safe_io import read_text
 
 LD_SO_CONF = "/etc/ld.so.conf"
 # glibc's built-in directories for x86-64, plus Debian/Ubuntu's multiarch ones.
@@ -93,14 +94,11 @@ def _read_conf(root: Path, conf: str, dirs: list[str], depth: int) -> None:
                 dirs.append(directory.rstrip("/") or "/")
 
 
-def ld_library_path(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """LD_LIBRARY_PATH's absolute entries (ld.so would read empty or relative ones against the cwd)."""
-    return tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/"))
+def search_dirs(ld_library_path: Sequence[str], conf_dirs: Sequence[str]) -> list[str]:
+    """Machine directories ld.so searches for any object, in order: LD_LIBRARY_PATH, ld.so.conf, defaults.
 
-
-def search_dirs(environ: Mapping[str, str], conf_dirs: Sequence[str]) -> list[str]:
-    """Machine directories ld.so searches for any object, in order: LD_LIBRARY_PATH, ld.so.conf, defaults."""
-    return list(dict.fromkeys([*ld_library_path(environ), *conf_dirs, *DEFAULT_DIRS]))
+    `ld_library_path`: its absolute entries (Settings.ld_library_path)."""
+    return list(dict.fromkeys([*ld_library_path, *conf_dirs, *DEFAULT_DIRS]))
 
 
 class _SearchContext(NamedTuple):
@@ -153,16 +151,6 @@ def _search(
     return None
 
 
-def mapped_objects() -> frozenset[str]:
-    """Paths of the shared objects mapped into this process (each judged once, though mapped several times)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            paths = {line.rstrip("\n").split(None, 5)[-1] for line in maps if ".so" in line}
-    except OSError:
-        return frozenset()
-    return frozenset(p for p in paths if p.startswith("/") and ".so" in p)
-
-
 def loaded_in_this_process() -> frozenset[str]:
     """File names of the shared objects mapped into this process (ld.so reuses them by soname)."""
     return frozenset(os.path.basename(p) for p in mapped_objects())
@@ -171,7 +159,7 @@ def loaded_in_this_process() -> frozenset[str]:
 def resolve_dependencies(
     objects: list[Path],
     root: Path,
-    environ: Mapping[str, str],
+    ld_library_path: Sequence[str],
     *,
     preloaded: frozenset[str] | None = None,
     conf_dirs: Sequence[str] | None = None,
@@ -180,11 +168,11 @@ def resolve_dependencies(
 
     `conf_dirs`: ld_so_conf_dirs(root), when the caller has read it already.
     """
-    from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     context = _SearchContext(
         root=root,
-        ld_library_path=ld_library_path(environ),
+        ld_library_path=tuple(ld_library_path),
         conf_dirs=tuple(ld_so_conf_dirs(root) if conf_dirs is None else conf_dirs),
         preloaded=loaded_in_this_process() if preloaded is None else preloaded,
     )

@@ -1,0 +1,166 @@
+"""Why does (or doesn't) this machine get RocmDevice? The loader's checks, all of them, and more.
+
+The doctor consumes the check pipeline whole (thorough: every dependency, every extension
+module) where the loader stops at the first blocking finding, then adds what only it looks at:
+other jax plugins installed beside us, and with --deep, a child process that starts the HIP
+runtime. Without --deep it neither imports jax nor loads a GPU library in this process.
+"""
+
+from __future__ import annotations
+
+from jax_rocm7_plugin._doctor.report import (
+    ExtensionEntry,
+    GpuEntry,
+    LibraryEntry,
+    Report,
+    RocmInstallEntry,
+)
+from jax_rocm7_plugin._findings import Finding, doctor_internal_error, most_severe_first
+from jax_rocm7_plugin._machine.packages import installed_version
+from jax_rocm7_plugin._names import HIP_SONAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._pipeline import Facts, checks
+from jax_rocm7_plugin._settings import Settings
+from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+
+def diagnose(settings: Settings, *, deep: bool = False) -> Report:
+    from jax_rocm7_plugin._machine import packages
+
+    facts = Facts(settings, lambda: installed_version("jaxlib"))
+    found = list(checks(facts, thorough=True))
+    if settings.sysroot_finding is not None:
+        # Nothing under that root can be read: the variable is the finding.
+        return Report(tuple(found), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),))
+    found.extend(packages.plugin_findings(packages.inventory()))
+    hip = None
+    if deep:
+        hip, deeper = _deep(facts)
+        found = _merge_same_ids([*found, *deeper])
+    return Report(
+        findings=tuple(most_severe_first(found)),
+        sysroot=str(settings.sysroot),
+        packages=(
+            (PLUGIN_DISTRIBUTION, PLUGIN_VERSION),
+            (PJRT_DISTRIBUTION, installed_version(PJRT_DISTRIBUTION)),
+            ("jax", installed_version("jax")),
+            ("jaxlib", facts.jaxlib),
+        ),
+        gpus=_gpus(facts),
+        library=_library(facts),
+        installs=tuple(_installs(facts)),
+        hip=hip,
+        extensions=_extensions(facts),
+    )
+
+
+def internal_error(error: Exception, settings: Settings) -> Report:
+    """The report when a probe fails in a way none of the findings foresee."""
+    return Report((doctor_internal_error(error),), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),))
+
+
+def _library(facts: Facts) -> LibraryEntry | None:
+    choice = facts.library
+    if choice is None:
+        return None
+    assert choice.dynamic is not None  # locate_library read it when it chose the library
+    dependencies = facts.runtime.dependencies if facts.runtime is not None else None
+    return LibraryEntry(
+        path=str(choice.path),
+        source=choice.source,
+        version=choice.pjrt_version,
+        needed=tuple(choice.dynamic.needed),
+        runpath=tuple(choice.dynamic.runpath),
+        exports=tuple(choice.dynamic.exports),
+        amdgpu_targets=tuple(facts.library_targets) if facts.library_targets is not None else None,
+        missing_dependencies=tuple(dependencies.missing_names) if dependencies is not None else None,
+    )
+
+
+def _installs(facts: Facts) -> list[RocmInstallEntry]:
+    installs = facts.runtime.installs if facts.runtime is not None else []
+    return [
+        RocmInstallEntry(i.location, i.source, i.version, i.major, tuple(str(p) for p in i.hip_runtimes))
+        for i in installs
+    ]
+
+
+def _extensions(facts: Facts) -> tuple[ExtensionEntry, ...]:
+    """The ROCm extension modules the plugin carries: what each gives, where it came from, if it loads."""
+    from jax_rocm7_plugin._machine.native_modules import build_info
+    from jax_rocm7_plugin._names import EXTENSION_CAPABILITIES
+
+    if facts.runtime is None:
+        return ()
+    recorded = (build_info() or {}).get("modules", {})
+    return tuple(
+        ExtensionEntry(
+            module=m.module,
+            capability=EXTENSION_CAPABILITIES.get(m.module, m.module),
+            available=not m.missing,
+            missing=tuple(m.missing),
+            source=recorded.get(m.module),
+        )
+        for m in facts.runtime.extensions
+    )
+
+
+def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
+    from jax_rocm7_plugin._machine.visibility import visible_selection
+    from jax_rocm7_plugin._policy.coverage import gpu_coverage
+    from jax_rocm7_plugin._policy.gfx_targets import product_name
+
+    state, settings, targets = facts.machine, facts.settings, facts.library_targets
+    if state is None:
+        return ()
+    nodes = state.topology.gpus
+    _, visible = visible_selection(settings.devices, nodes)
+    usable = {g.node_index for g in state.usable_gpus}
+    covered = {
+        c.node_index: c.covered_by
+        for c in gpu_coverage(
+            [(i, n.index, n.gfx_target) for i, n in enumerate(nodes)], targets or (), settings.hsa_override
+        )
+    }
+    return tuple(
+        GpuEntry(
+            kfd_node=g.node_index,
+            gfx_target=g.gfx_target,
+            product=product_name(g.gfx_target),
+            render_node=str(g.render_node.path) if g.render_node else None,
+            usable=g.node_index in usable,
+            visible=position in visible,
+            library_code=covered.get(g.node_index) if targets else None,
+        )
+        for position, g in enumerate(state.gpus)
+    )
+
+
+def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
+    """Start the HIP runtime the library would load (else the newest installed) in a child process."""
+    from jax_rocm7_plugin._doctor.deep import deep_findings, run_probe
+
+    runtime_state = facts.runtime
+    dependencies = runtime_state.dependencies if runtime_state is not None else None
+    runtime = dependencies.found.get(HIP_SONAME) if dependencies is not None else None
+    if runtime is None:  # not the library's runtime: the newest one installed, to say what it is
+        installs = runtime_state.installs if runtime_state is not None else []
+        candidates = sorted((p for i in installs for p in i.hip_runtimes), key=lambda p: p.name, reverse=True)
+        runtime = candidates[0] if candidates else None
+    if runtime is None:
+        return {"probed": False, "why": "no HIP runtime to load"}, []
+    choice = facts.library
+    library = choice.path if choice is not None and dependencies is not None and not dependencies.missing else None
+    probe = run_probe(runtime, library)
+    return {"probed": True, **probe.to_json()}, deep_findings(probe)
+
+
+def _merge_same_ids(found: list[Finding]) -> list[Finding]:
+    """One finding per id: evidence of later duplicates (from the deep probe) joins the first."""
+    merged: dict[str, Finding] = {}
+    for finding in found:
+        first = merged.get(finding.id)
+        if first is None:
+            merged[finding.id] = finding
+        else:
+            merged[finding.id] = first._replace(evidence=first.evidence + finding.evidence)
+    return list(merged.values())

@@ -1,0 +1,102 @@
+"""Loading jaxlib's ROCm extension modules under their public names (`load_native`).
+
+jaxlib imports `jax_rocm7_plugin.<name>` for each of its ROCm extension modules during
+`import jax` (jaxlib/plugin_support.py), before any plugin is initialised. A wheel that
+carries them keeps each real module in the private folder `_native/` and puts a two-line
+module under the public name that calls `load_native`: it raises ImportError at once on a
+machine without a usable AMD GPU (the pipeline's machine steps, once per process), or for
+another jaxlib release than the modules were built for, and otherwise loads the real
+extension under the public name. jaxlib skips a module whose import raises ImportError; a
+missing ROCm library is named once, at debug level, with the capability it costs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from functools import cache
+from types import ModuleType
+
+from jax_rocm7_plugin._machine.native_modules import lost, native_path
+from jax_rocm7_plugin._settings import Settings, read_settings
+
+logger = logging.getLogger("jax_rocm7_plugin")
+_reported: set[str] = set()  # modules whose loss was logged already: once per process
+
+
+@cache
+def _settings() -> Settings:
+    import os
+
+    # The modules serve whatever JAX_PLATFORMS says (jaxlib imports them before jax reads it).
+    return read_settings(os.environ, platforms="")
+
+
+@cache
+def machine_can_use_gpu() -> bool:
+    """The loader's cheap checks, through the machine probe: a usable AMD GPU (KFD and a render node
+    we may open), or WSL's."""
+    from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
+
+    blocking, _ = first_blocking_finding(Facts(_settings(), lambda: None), through_machine=True)
+    return blocking is None
+
+
+def _jaxlib_version() -> str | None:
+    try:
+        from jaxlib.version import __version__
+    except ImportError:
+        return None
+    return str(__version__)
+
+
+def _report_once(module: str, sentence: str) -> None:
+    if module not in _reported:
+        _reported.add(module)
+        logger.debug("%s", sentence)
+
+
+def load_native(name: str) -> ModuleType:
+    """Load the real extension `name` (jax_rocm7_plugin.<module>) in place of its public stub.
+
+    Raises ImportError (which jaxlib treats as "not available") when the machine has no usable
+    AMD GPU, the installed jaxlib is not the release the modules were built for, or the module
+    cannot be loaded (a ROCm library missing).
+    """
+    module = name.rpartition(".")[2]
+    if not machine_can_use_gpu():
+        raise ImportError(f"{name}: no usable AMD GPU on this machine, so the ROCm extension is not loaded")
+    from jax_rocm7_plugin._policy import versions
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    jaxlib = _jaxlib_version()
+    if jaxlib is not None and versions.check_jaxlib(JAX_RELEASE, jaxlib) is not None:  # the loader's rule
+        raise ImportError(f"{name} was built for jaxlib {JAX_RELEASE}, but jaxlib {jaxlib} is installed")
+    import importlib.machinery
+    import importlib.util
+
+    from jax_rocm7_plugin._binary import load_test
+
+    path = native_path(module)
+    settings = _settings()
+    # In a child first: a module that dies loading must not kill us.
+    verdict = load_test.probe(path, "module", settings.load_identity, settings.cache_dir)
+    if verdict.crashed:
+        sentence = lost(module, f"loading {path.name} kills the process ({verdict.crashed})")
+        _report_once(module, sentence)
+        raise ImportError(sentence)
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    assert spec is not None
+    try:
+        real = importlib.util.module_from_spec(spec)
+        loader.exec_module(real)
+    except ImportError as error:
+        from jax_rocm7_plugin._binary.pjrt_api import missing_dependency
+
+        library = missing_dependency(str(error), path)
+        sentence = lost(module, f"{library} not found" if library else str(error))
+        _report_once(module, sentence)
+        raise ImportError(sentence) from None
+    sys.modules[name] = real
+    return real

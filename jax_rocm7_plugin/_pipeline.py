@@ -1,0 +1,222 @@
+"""The checks that decide whether jax gets the ROCm backend: one ordered generator of findings.
+
+`checks` runs them in the order of cost -- the environment, the driver and device nodes (a
+directory listing and a few stats), the library's presence, versions, then what needs the
+library (its GPU targets, the ROCm runtime it needs, a child-process load) -- importing each
+step's modules only when the step runs. The loader consumes findings until the first
+blocking one; the doctor consumes them all (`thorough=True` also resolves every dependency
+and every extension module, which the loader leaves for when a load fails). Both read what
+the steps learned from the same `Facts`. So the loader's warning is, by construction, the
+doctor's first error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._settings import Settings, platforms_findings
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._binary.load_test import Verdict
+    from jax_rocm7_plugin._binary.pjrt_api import CApiVersion
+    from jax_rocm7_plugin._machine.devices import MachineState
+    from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
+    from jax_rocm7_plugin._machine.rocm_pip import PipRocm
+    from jax_rocm7_plugin._machine.runtime import RuntimeState
+
+
+@dataclass
+class Facts:
+    """What the checks learned, for the loader's registration and the doctor's report.
+
+    Filled in step by step; a field stays None when its step did not run or found nothing.
+    """
+
+    settings: Settings
+    jaxlib_version: Callable[[], str | None]  # the loader asks jaxlib; the doctor asks package metadata
+    machine: MachineState | None = None
+    machine_answered: bool = False  # False: the probe ran past its deadline (machine is then empty)
+    library: LibraryChoice | None = None
+    jaxlib: str | None = None
+    library_targets: list[str] | None = None
+    runtime: RuntimeState | None = None
+    verdict: Verdict | None = None
+    c_api: CApiVersion | None = None
+    pip_rocm: PipRocm | None = None
+    findings: list[Finding] = field(default_factory=list)  # every finding yielded so far, in order
+
+
+def checks(facts: Facts, *, thorough: bool, through_machine: bool = False) -> Iterator[Finding]:
+    """Every finding, in the order of cost; `through_machine`: stop after the machine probe."""
+    for finding in _steps(facts, thorough=thorough, through_machine=through_machine):
+        facts.findings.append(finding)
+        yield finding
+
+
+def first_blocking_finding(facts: Facts, *, through_machine: bool = False) -> tuple[Finding | None, list[Finding]]:
+    """The loader's reading: the first blocking finding (None if there is none) and the warnings before it."""
+    warnings: list[Finding] = []
+    for finding in checks(facts, thorough=False, through_machine=through_machine):
+        if finding.blocks_rocm:
+            return finding, warnings
+        warnings.append(finding)
+    return None, warnings
+
+
+def _steps(facts: Facts, *, thorough: bool, through_machine: bool) -> Iterator[Finding]:
+    settings = facts.settings
+    # 1. The plugin's own variables, before anything reads through them.
+    yield from settings.path_findings
+    if settings.sysroot_finding is not None:
+        return  # nothing under that root can be read
+    yield from platforms_findings(settings)
+
+    # 2. The driver and device nodes, under a deadline (a hung driver must not hang `import jax`).
+    from jax_rocm7_plugin._machine.devices import machine_findings, probe_within_deadline, unknown_state
+
+    probed = probe_within_deadline(settings.sysroot)
+    if isinstance(probed, Finding):
+        facts.machine = unknown_state(settings.sysroot)
+        yield probed
+    else:
+        facts.machine, facts.machine_answered = probed, True
+        yield from machine_findings(probed)
+    if through_machine:
+        return
+    yield from _after_machine(facts, thorough=thorough)
+
+
+def _after_machine(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
+    from jax_rocm7_plugin._machine.pjrt_library import library_targets, locate_library
+    from jax_rocm7_plugin._machine.visibility import visible_device_findings
+    from jax_rocm7_plugin._policy import versions
+    from jax_rocm7_plugin.version import __version__ as plugin_version
+
+    settings, machine = facts.settings, facts.machine
+    assert machine is not None
+    # 3. Which GPUs the device-selection variables leave to HIP.
+    yield from visible_device_findings(settings.devices, machine.topology.gpus)
+
+    # 4. The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load).
+    choice = locate_library(settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest)
+    if isinstance(choice, Finding):
+        yield choice
+    else:
+        facts.library = choice
+
+    # 5. Versions: this plugin, jaxlib, the library's wheel.
+    facts.jaxlib = facts.jaxlib_version()
+    pjrt_version = facts.library.pjrt_version if facts.library is not None else None
+    yield from versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
+
+    # 6. XLA client variables (validated when the settings were read).
+    yield from settings.xla_client_findings
+
+    # 7. The GPUs HIP will use against the library's code objects, and shared memory for them.
+    facts.library_targets = library_targets(facts.library) if facts.library is not None else None
+    yield from _gpu_findings(facts)
+
+    # 8. The ROCm runtime the library needs, and a load in a child process.
+    yield from _runtime_findings(facts, thorough=thorough)
+
+    # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
+    from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
+
+    facts.pip_rocm = pip_rocm_used(settings.rocm_path, settings.ld_library_path) if facts.library else None
+    if facts.pip_rocm is not None:
+        yield from bitcode_findings(facts.pip_rocm)
+
+    # 10. The PJRT C API the library speaks, against jaxlib's.
+    yield from _c_api_findings(facts)
+
+
+def _gpu_findings(facts: Facts) -> Iterator[Finding]:
+    from jax_rocm7_plugin._machine.shm import shm_findings
+    from jax_rocm7_plugin._machine.visibility import hip_view
+    from jax_rocm7_plugin._policy.coverage import coverage_findings, override_findings
+
+    settings, machine = facts.settings, facts.machine
+    assert machine is not None
+    view = hip_view(settings.devices, machine.topology.gpus)
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    yield from override_findings(settings.hsa_override)
+    gpus = [(index, node.index, node.gfx_target) for index, node in view]
+    yield from coverage_findings(gpus, facts.library_targets, settings.hsa_override)
+    yield from shm_findings(settings.sysroot, sum(1 for _, node in view if node.index in usable))
+
+
+def _runtime_findings(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
+    """Thorough: resolve every dependency (and module), then load only a library whose dependencies
+    are all found. Quick (the loader): load in a child first, and resolve only when that fails."""
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._binary import load_test, pjrt_api
+    from jax_rocm7_plugin._machine.native_modules import native_modules
+
+    settings, library = facts.settings, facts.library
+    if thorough:
+        facts.runtime = _runtime_state(facts, native_modules())
+        yield from facts.runtime.findings
+        dependencies = facts.runtime.dependencies
+        if library is None or dependencies is None or dependencies.missing:
+            return
+    elif library is None:
+        return
+    # In a child process first: a library that dies while loading must not take `import jax` with it.
+    facts.verdict = load_test.probe(library.path, "pjrt", settings.load_identity, settings.cache_dir)
+    refused = load_test.verdict_finding(library.path, facts.verdict)
+    if refused is not None:
+        yield refused
+        return
+    if facts.verdict.loaded or thorough:
+        return
+    # A dependency is missing: name the root cause (no ROCm 7), else every missing library.
+    facts.runtime = _runtime_state(facts, [])
+    yield from facts.runtime.findings
+    if not any(f.blocks_rocm for f in facts.runtime.findings):
+        error = facts.verdict.error or "unknown error"
+        yield catalog.library_dependency_missing(
+            f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path)}, "
+            "which the dynamic loader cannot find",
+            (error, f"library: {library.path}"),
+        )
+
+
+def _runtime_state(facts: Facts, modules: list) -> RuntimeState:  # type: ignore[type-arg]
+    from jax_rocm7_plugin._machine.runtime import runtime_state
+
+    library, settings = facts.library, facts.settings
+    needed = library.dynamic.needed if library is not None and library.dynamic is not None else None
+    return runtime_state(
+        library.path if library is not None else None,
+        needed,
+        modules,
+        settings.sysroot,
+        settings.rocm_path,
+        settings.ld_library_path,
+    )
+
+
+def _c_api_findings(facts: Facts) -> Iterator[Finding]:
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._binary.pjrt_api import CApiVersion
+    from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
+    from jax_rocm7_plugin._policy import versions
+
+    verdict, library = facts.verdict, facts.library
+    if verdict is None or library is None or not verdict.loaded or verdict.major is None:
+        return
+    facts.c_api = CApiVersion(verdict.major, verdict.minor or 0)
+    try:
+        expected = versions.expected_pjrt_c_api_major(facts.jaxlib) if facts.jaxlib else None
+    except ValueError:  # a jaxlib version that is no version: the version step has said so
+        expected = None
+    if expected is not None and facts.c_api.major != expected:
+        yield catalog.pjrt_c_api_mismatch(
+            f"the PJRT library speaks PJRT C API {facts.c_api}, but jaxlib {facts.jaxlib} speaks {expected}.x",
+            f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}=='
+            f'{versions.release_str(facts.jaxlib or "")}.*"',
+            (f"library: {library.path}", f"jaxlib=={facts.jaxlib}"),
+        )

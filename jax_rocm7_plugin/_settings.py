@@ -1,0 +1,200 @@
+"""The process environment, read once into a typed record, each value validated where it is read.
+
+Every variable the plugin consults is read here (and only here, apart from the loader,
+which points HIP at a pip ROCm by setting variables); probes receive typed fields. A value
+that cannot be used becomes a finding kept in the record, yielded by the check pipeline at
+its place in the order of checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding
+
+SYSROOT = "JAX_ROCM_SYSROOT"
+PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"
+ROCM_PATH = "ROCM_PATH"
+HSA_OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
+ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
+HIP_VISIBLE = "HIP_VISIBLE_DEVICES"
+CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
+GPU_ORDINAL = "GPU_DEVICE_ORDINAL"
+# The variables jaxlib reads when it builds GPU client options.
+XLA_CLIENT_VARIABLES = (
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "XLA_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_COLLECTIVE_MEM_SIZE_MB",
+    "XLA_PYTHON_CLIENT_ABORT_COLLECTIVES_ON_FAILURE",
+    "XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT",
+)
+# What changes the outcome of loading a shared object besides the file itself (load verdict cache key).
+LOAD_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "ROCM_PATH", "HIP_PATH", HSA_OVERRIDE, "HIP_PLATFORM")
+ALLOCATORS = ("default", "platform", "bfc", "cuda_async", "vmm")
+_BOOLEAN_WORDS = ("true", "True", "1", "false", "False", "0")
+# jax's platform aliases (xla_bridge._platform_aliases): "gpu" means any of these.
+PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm", "oneapi")}
+
+
+class DeviceSelection(NamedTuple):
+    """The device-selection variables, as set (None: unset; "" is a value and hides every GPU)."""
+
+    rocr: str | None = None  # ROCR_VISIBLE_DEVICES
+    hip: str | None = None  # HIP_VISIBLE_DEVICES
+    cuda: str | None = None  # CUDA_VISIBLE_DEVICES (HIP honours it when HIP_VISIBLE_DEVICES is unset)
+    ordinal: str | None = None  # GPU_DEVICE_ORDINAL
+
+
+class Settings(NamedTuple):
+    """What the environment says, validated. Built by `read_settings`; never mutated."""
+
+    sysroot: Path  # machine files are read under it ("/" unless JAX_ROCM_SYSROOT or --sysroot)
+    pjrt_library: Path | None = None  # JAX_ROCM_PJRT_LIBRARY, when usable (absolute)
+    rocm_path: str | None = None  # ROCM_PATH as given (a machine path; may be bad, see path_findings)
+    ld_library_path: tuple[str, ...] = ()  # absolute entries only: ld.so reads others against the cwd
+    devices: DeviceSelection = DeviceSelection()
+    hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION
+    xla_client: tuple[tuple[str, str], ...] = ()  # the XLA client variables that are set
+    platforms: str | None = None  # JAX_PLATFORMS, or jax's jax_platforms setting where the loader has it
+    runfiles_dir: str | None = None  # Bazel's RUNFILES_DIR / RUNFILES_MANIFEST_FILE (development runs)
+    runfiles_manifest: str | None = None
+    cache_dir: Path | None = None  # load verdicts; None where no absolute XDG_CACHE_HOME or HOME
+    load_identity: tuple[str, ...] = ()  # NAME=value of LOAD_VARIABLES
+    path_findings: tuple[Finding, ...] = ()  # the plugin's path variables that cannot be used
+    xla_client_findings: tuple[Finding, ...] = ()
+    sysroot_finding: Finding | None = None  # JAX_ROCM_SYSROOT names no directory: nothing can be read
+
+    def xla_client_value(self, name: str) -> str | None:
+        return dict(self.xla_client).get(name)
+
+
+def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, platforms: str | None = None) -> Settings:
+    """The one read of the environment. `sysroot` (the doctor's --sysroot) replaces JAX_ROCM_SYSROOT;
+    `platforms` (jax's own setting, which the loader reads from jax) replaces JAX_PLATFORMS."""
+    found: list[Finding] = []
+    bad_root = None
+    if sysroot is None:
+        bad_root = _sysroot_finding(environ.get(SYSROOT) or "")
+        found.extend([bad_root] if bad_root is not None else [])
+        sysroot = Path(environ.get(SYSROOT) or "/")
+    library = environ.get(PJRT_LIBRARY) or None
+    if library is not None and not library.startswith("/"):
+        problem = "is a relative path (it would depend on the working directory)"
+        found.append(catalog.environment_variable_invalid(PJRT_LIBRARY, library, problem, blocks=True))
+    rocm_path = environ.get(ROCM_PATH) or None
+    if rocm_path is not None and not any(f.blocks_rocm for f in found):
+        problem = None
+        if not rocm_path.startswith("/"):
+            problem = "is not an absolute path; ROCm is looked for in the usual places instead"
+        elif not os.path.isdir(sysroot / rocm_path.lstrip("/")):
+            problem = "is not a directory; ROCm is looked for in the usual places instead"
+        if problem is not None:
+            found.append(catalog.environment_variable_invalid(ROCM_PATH, rocm_path, problem, blocks=False))
+    xla_client = tuple((name, environ[name]) for name in XLA_CLIENT_VARIABLES if name in environ)
+    problems = xla_client_problems(dict(xla_client))
+    return Settings(
+        sysroot=sysroot,
+        pjrt_library=Path(library) if library is not None and library.startswith("/") else None,
+        rocm_path=rocm_path,
+        ld_library_path=tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")),
+        devices=DeviceSelection(
+            environ.get(ROCR_VISIBLE), environ.get(HIP_VISIBLE), environ.get(CUDA_VISIBLE), environ.get(GPU_ORDINAL)
+        ),
+        hsa_override=environ.get(HSA_OVERRIDE),
+        xla_client=xla_client,
+        platforms=platforms if platforms is not None else environ.get("JAX_PLATFORMS"),
+        runfiles_dir=environ.get("RUNFILES_DIR") or None,
+        runfiles_manifest=environ.get("RUNFILES_MANIFEST_FILE") or None,
+        cache_dir=_cache_dir(environ),
+        load_identity=tuple(f"{name}={environ.get(name, '')}" for name in LOAD_VARIABLES),
+        path_findings=tuple(found),
+        sysroot_finding=bad_root,
+        xla_client_findings=(
+            (catalog.xla_client_env_invalid("; ".join(problems), xla_client_evidence(xla_client)),) if problems else ()
+        ),
+    )
+
+
+def _sysroot_finding(value: str) -> Finding | None:
+    """JAX_ROCM_SYSROOT when it cannot be a machine's root (nothing under it could be read)."""
+    if not value:
+        return None
+    if not value.startswith("/"):
+        problem = "is not an absolute path"
+    elif not os.path.isdir(value):
+        problem = "does not exist" if not os.path.lexists(value) else "is not a directory"
+    else:
+        return None
+    return catalog.environment_variable_invalid(SYSROOT, value, problem, blocks=True)
+
+
+def _cache_dir(environ: Mapping[str, str]) -> Path | None:
+    base = environ.get("XDG_CACHE_HOME") or ""
+    if not base.startswith("/"):
+        home = environ.get("HOME") or ""
+        if not home.startswith("/"):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "jax-rocm7-plugin" / "load-verdicts"
+
+
+def platforms_findings(settings: Settings) -> list[Finding]:
+    """jax-platforms-excludes-rocm, read without importing jax."""
+    value = settings.platforms or ""
+    if not value.strip():
+        return []
+    names = [p.strip().lower() for p in value.split(",") if p.strip()]
+    expanded = {alias for name in names for alias in PLATFORM_ALIASES.get(name, (name,))}
+    if "rocm" in expanded:
+        return []
+    return [catalog.jax_platforms_excludes_rocm(value, (f"JAX_PLATFORMS={value!r}",))]
+
+
+def xla_client_problems(values: Mapping[str, str]) -> list[str]:
+    """What is wrong with the XLA client variables, checked without jaxlib (the doctor imports no jax).
+
+    Stricter than jaxlib where jaxlib silently misreads: it takes any
+    XLA_PYTHON_CLIENT_PREALLOCATE other than false/False/0 as true (so FALSE
+    preallocates), and passes a memory fraction of 0 or 1.5 on to the allocator.
+    """
+    problems: list[str] = []
+    allocator = values.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default")
+    if allocator.lower() not in ALLOCATORS:
+        problems.append(f"XLA_PYTHON_CLIENT_ALLOCATOR={allocator!r} is not one of {', '.join(ALLOCATORS)}")
+    new, old = values.get("XLA_CLIENT_MEM_FRACTION", ""), values.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "")
+    if new and old:
+        problems.append("XLA_CLIENT_MEM_FRACTION and XLA_PYTHON_CLIENT_MEM_FRACTION are both set; keep the first")
+    for name, value in (("XLA_CLIENT_MEM_FRACTION", new), ("XLA_PYTHON_CLIENT_MEM_FRACTION", old)):
+        if value:
+            try:
+                fraction = float(value)
+            except ValueError:
+                problems.append(f"{name}={value!r} is not a number")
+                continue
+            if not 0.0 < fraction <= 1.0:
+                problems.append(f"{name}={value!r} is outside (0, 1]")
+    preallocate = values.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
+    if preallocate and preallocate not in _BOOLEAN_WORDS:
+        problems.append(
+            f"XLA_PYTHON_CLIENT_PREALLOCATE={preallocate!r} is not true/false/1/0 (jaxlib would read it as true)"
+        )
+    for name in (
+        "XLA_PYTHON_CLIENT_COLLECTIVE_MEM_SIZE_MB",
+        "XLA_PYTHON_CLIENT_ABORT_COLLECTIVES_ON_FAILURE",
+        "XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT",
+    ):
+        value = values.get(name, "")
+        if value and not value.strip().isdigit():
+            problems.append(f"{name}={value!r} is not a non-negative integer")
+    return problems
+
+
+def xla_client_evidence(xla_client: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The XLA client variables that are set, as evidence lines."""
+    return tuple(f"{name}={value!r}" for name, value in xla_client)
