@@ -14,12 +14,15 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.bdist_wheel import bdist_wheel
 
+# The names of things, from the checkout (this script's folder is first on sys.path).
+from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_PACKAGE
+
 PLATFORM_TAG = "manylinux_2_28_x86_64"
 
 
 def staging_dir() -> Path:
     staging = os.environ.get("JAX_ROCM_STAGING")
-    if not staging or not (Path(staging) / "jax_rocm7_pjrt" / "build_info.json").is_file():
+    if not staging or not (Path(staging) / PJRT_PACKAGE / "build_info.json").is_file():
         sys.exit("setup_pjrt.py builds from a staged tree: run `python build/build.py wheels --only pjrt`")
     return Path(staging)
 
@@ -34,11 +37,11 @@ class PjrtWheel(bdist_wheel):
 STAGING = staging_dir()
 # setuptools takes sources, LICENSE and READMEs relative to the working directory.
 os.chdir(STAGING)
-INFO = json.loads((STAGING / "jax_rocm7_pjrt" / "build_info.json").read_text(encoding="utf-8"))
+INFO = json.loads((STAGING / PJRT_PACKAGE / "build_info.json").read_text(encoding="utf-8"))
 ROCM = INFO.get("rocm_version") or "unknown"
 
 setup(
-    name="jax-rocm7-pjrt",
+    name=PJRT_DISTRIBUTION,
     version=INFO["version"],
     description=f"ROCm PJRT C-API plugin library for JAX (ROCm {ROCM})",
     long_description=(STAGING / "README.pjrt.md").read_text(encoding="utf-8"),
@@ -46,8 +49,8 @@ setup(
     license="Apache-2.0",
     license_files=["LICENSE"],
     python_requires=">=3.11",
-    packages=["jax_rocm7_pjrt"],
-    package_data={"jax_rocm7_pjrt": ["xla_rocm_plugin.so", "build_info.json"]},
+    packages=[PJRT_PACKAGE],
+    package_data={PJRT_PACKAGE: [LIBRARY_FILE, "build_info.json"]},
     include_package_data=False,
     zip_safe=False,
     classifiers=[

@@ -12,8 +12,20 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.bdist_wheel import bdist_wheel
+
+# The names of things, from the checkout (this script's folder is first on sys.path).
+from jax_rocm7_plugin._names import (
+    DOCTOR_SCRIPT,
+    ENTRY_POINT_GROUP,
+    ENTRY_POINT_MODULE,
+    ENTRY_POINT_NAME,
+    NATIVE_DIR,
+    PJRT_DISTRIBUTION,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+)
 
 
 def staging_dir() -> Path:
@@ -41,7 +53,7 @@ class PluginWheel(bdist_wheel):
 
 
 setup(
-    name="jax-rocm7-plugin",
+    name=PLUGIN_DISTRIBUTION,
     version=BUILD["version"],
     description=f"JAX plugin for AMD GPUs: loader, machine checks, doctor (ROCm {BUILD['rocm_version']})",
     long_description=(STAGING / "README.plugin.md").read_text(encoding="utf-8"),
@@ -49,17 +61,20 @@ setup(
     license="Apache-2.0",
     license_files=["LICENSE", *(["NOTICE"] if (STAGING / "NOTICE").is_file() else [])],
     python_requires=BUILD["requires_python"],
-    packages=["jax_rocm7_plugin", "jax_plugins.rocm7"],
-    package_data={"jax_rocm7_plugin": ["py.typed", "*.json", "_native/*.so", "_native/*.json"]},
+    # The package with its private sub-packages (_machine, _binary, ...), and the entry-point module.
+    packages=[*find_packages(include=[PLUGIN_PACKAGE, f"{PLUGIN_PACKAGE}.*"]), ENTRY_POINT_MODULE],
+    package_data={
+        PLUGIN_PACKAGE: ["py.typed", f"{NATIVE_DIR}/*.so", f"{NATIVE_DIR}/*.json"],
+        f"{PLUGIN_PACKAGE}._policy": ["*.json"],
+    },
     include_package_data=False,
     zip_safe=False,
     install_requires=[
         # Any .postN (or 4th component) of the library for this release installs beside us.
-        f"jax-rocm7-pjrt=={BUILD['release']}.*",
+        f"{PJRT_DISTRIBUTION}=={BUILD['release']}.*",
         # The extension modules are built against one jaxlib (its nanobind types): pinned exactly.
         *([BUILD["jaxlib_pin"]] if BUILD.get("jaxlib_pin") else []),
         "packaging>=23",
-        "pyelftools>=0.31",
         "zstandard>=0.22",
     ],
     extras_require={
@@ -67,8 +82,8 @@ setup(
         "with-rocm": ["rocm[libraries,devel]>=7,<8"],
     },
     entry_points={
-        "jax_plugins": ["rocm7 = jax_plugins.rocm7"],
-        "console_scripts": ["jax-rocm-doctor = jax_rocm7_plugin.__main__:doctor_script"],
+        ENTRY_POINT_GROUP: [f"{ENTRY_POINT_NAME} = {ENTRY_POINT_MODULE}"],
+        "console_scripts": [f"{DOCTOR_SCRIPT} = {PLUGIN_PACKAGE}.__main__:doctor_script"],
     },
     classifiers=[
         "Development Status :: 4 - Beta",

@@ -75,7 +75,7 @@ def main() -> int:
     args = parser.parse_args()
     library = args.library.resolve()
 
-    scan = "from pathlib import Path\nfrom jax_rocm7_plugin.offload_bundles import scan_library\n"
+    scan = "from pathlib import Path\nfrom jax_rocm7_plugin._binary.offload_bundles import scan_library\n"
     scan += f"scan_library(Path({str(library)!r}))"
     print(
         summary(f"target scan of {library.name} ({library.stat().st_size / 1e6:.0f} MB)", time_child(scan, args.runs))
@@ -84,7 +84,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as directory:
         root = synthetic_machine(Path(directory) / "root")
         diagnose = (
-            "import os\nfrom pathlib import Path\nfrom jax_rocm7_plugin.doctor import diagnose\n"
+            "import os\nfrom pathlib import Path\nfrom jax_rocm7_plugin._doctor.diagnose import diagnose\n"
             "diagnose(dict(os.environ), Path({root!r}), {library})"
         )
         here = diagnose.format(root="/", library="None")

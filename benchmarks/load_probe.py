@@ -23,7 +23,7 @@ from pathlib import Path
 PROBE = """
 import sys, time
 from pathlib import Path
-from jax_rocm7_plugin import library_probe
+from jax_rocm7_plugin._binary import load_test as library_probe
 start = time.perf_counter()
 verdict = library_probe.probe(Path(sys.argv[1]), "pjrt")
 print((time.perf_counter() - start) * 1000, verdict.cached, verdict.loaded)

@@ -19,7 +19,7 @@ from tests.sysroots import LIBRARY_TARGETS, bundle_for
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-# Load verdicts (jax_rocm7_plugin.library_probe) that tests cause go to a folder of this test
+# Load verdicts (jax_rocm7_plugin._binary.load_test) that tests cause go to a folder of this test
 # process, inherited by every child it starts, and removed at exit: never the user's ~/.cache.
 _VERDICT_CACHE = tempfile.mkdtemp(prefix="jax-rocm7-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _VERDICT_CACHE
@@ -27,7 +27,7 @@ atexit.register(shutil.rmtree, _VERDICT_CACHE, True)
 
 
 def _real_amd_gpu() -> bool:
-    from jax_rocm7_plugin.machine import probe_machine
+    from jax_rocm7_plugin._machine.devices import probe_machine
 
     return bool(probe_machine(Path("/")).usable_gpus)
 

@@ -24,7 +24,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
 
-from jax_rocm7_plugin.rocm_policy import is_rocm_library
+from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
 SYSTEM_LIBRARY_DIR = Path("/lib/x86_64-linux-gnu")
 

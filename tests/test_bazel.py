@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from build import bazel_build
-from jax_rocm7_plugin.extensions import EXTENSION_MODULES
+from jax_rocm7_plugin._extensions import EXTENSION_MODULES
 from tests.conftest import REPO, require
 from tests.native import compile_shared, fake_hip_runtime, pjrt_library_with_code_for
 from tests.starlark import STARLARK_FILES, bazelrc_configs, evaluate_build, label_parts
@@ -281,7 +281,7 @@ def test_ci_script_without_gpus_says_so(tmp_path: Path) -> None:
 
 
 def test_a_release_with_full_pins_builds_from_them(tmp_path: Path) -> None:
-    from jax_rocm7_plugin import releases
+    from jax_rocm7_plugin._policy import releases
 
     row = releases.get("0.11.0")
     assert row is not None and row.xla.commit is not None
@@ -296,7 +296,7 @@ def test_a_release_with_full_pins_builds_from_them(tmp_path: Path) -> None:
 
 def test_a_release_without_an_xla_pin_reads_jax_module_bazel(tmp_path: Path) -> None:
     """Test fixture: a MODULE.bazel shaped like JAX's, served from a file URL in place of GitHub."""
-    from jax_rocm7_plugin import releases
+    from jax_rocm7_plugin._policy import releases
     from tests.test_releases import jax_module
 
     row = releases.get("0.12.0")

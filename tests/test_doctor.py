@@ -65,7 +65,7 @@ def test_unforeseen_probe_failure_is_a_finding_not_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from jax_rocm7_plugin import __main__ as cli
-    from jax_rocm7_plugin import doctor as doctor_module
+    from jax_rocm7_plugin._doctor import diagnose as doctor_module
 
     def explode(*_: object, **__: object) -> None:
         raise RuntimeError("probe exploded")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import doctor
-from jax_rocm7_plugin.doctor import diagnose
+from jax_rocm7_plugin._doctor import diagnose as doctor
+from jax_rocm7_plugin._doctor.diagnose import diagnose
 from tests.native import HIP_RUNTIME, compile_shared, pjrt_library_with_code_for
 from tests.sysroots import LIBRARY_TARGETS, Gpu, add_rocm, bundle_for, library_of, make_sysroot
 from tests.test_bazel import PJRT_RUNPATH

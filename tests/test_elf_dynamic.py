@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jax_rocm7_plugin.elf_dynamic import ElfError, read_dynamic
+from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 from jax_rocm7_plugin.elf_facts import read_elf_facts
 from tests.native import compile_shared
 

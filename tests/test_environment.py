@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from jax_rocm7_plugin.client_options import xla_client_env_problems
-from jax_rocm7_plugin.environment import platforms_findings, visible_device_findings, visible_selection
-from jax_rocm7_plugin.topology import KfdNode
+from jax_rocm7_plugin._settings import xla_client_env_problems
+from jax_rocm7_plugin._machine.visibility import platforms_findings, visible_device_findings, visible_selection
+from jax_rocm7_plugin._machine.topology import KfdNode
 
 GPUS = [KfdNode(i + 1, {"simd_count": 304, "unique_id": 0x1000 + i}) for i in range(4)]
 
@@ -80,7 +80,7 @@ def test_platforms(value: str, excluded: bool) -> None:
 def test_platform_aliases_match_jax() -> None:
     from jax._src import xla_bridge
 
-    from jax_rocm7_plugin.environment import PLATFORM_ALIASES
+    from jax_rocm7_plugin._machine.visibility import PLATFORM_ALIASES
 
     for alias, platforms in PLATFORM_ALIASES.items():
         assert tuple(xla_bridge.expand_platform_alias(alias)) == platforms

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import pytest
 
-from jax_rocm7_plugin import releases
+from jax_rocm7_plugin._policy import releases
 from tests.conftest import Combo, combo_venv, interpreter_for
 from tests.e2e import DEVICES, JIT_ON_ROCM, clean_env, our_warnings, run_python
 from tests.stubs import make_link_stubs
@@ -48,7 +48,7 @@ def modules_envs(
             common = ("--release", combo.release, "--python-version", combo.python)
             (plugin,) = build(out, None, *common, "--only", "plugin", "--extension-modules", "released")
             python = combo_venv(combo, out / "env", plugin, standin_wheels(combo.release, combo.python)["pjrt"])
-            where = run_python(python, "import jax_rocm7_plugin.extensions as e; print(e.native_dir())")
+            where = run_python(python, "import jax_rocm7_plugin._extensions as e; print(e.native_dir())")
             native = Path(where.stdout.strip())
             stubs = make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter_for(combo))
             made[combo] = ModulesEnv(python, stubs, native, combo)

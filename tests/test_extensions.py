@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import extensions
+from jax_rocm7_plugin import _extensions as extensions
 from tests.native import compile_shared
 
 # A real CPython extension module named _solver (a test fixture in the shape jaxlib's has: PyInit__solver).

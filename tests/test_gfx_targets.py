@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from jax_rocm7_plugin.gfx_targets import (
+from jax_rocm7_plugin._policy.gfx_targets import (
     GENERIC_FAMILIES,
     covering_target,
     describe,
@@ -10,7 +10,7 @@ from jax_rocm7_plugin.gfx_targets import (
     override_target,
     override_value,
 )
-from jax_rocm7_plugin.topology import gfx_name
+from jax_rocm7_plugin._machine.topology import gfx_name
 
 # The targets the released jax-rocm7-pjrt 0.10.0 carries (read from its offload bundles).
 RELEASED_0_10_0 = frozenset({"gfx908", "gfx90a", "gfx9-4-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic"})

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jax_rocm7_plugin.hip_probe import hip_version_text, run_probe
+from jax_rocm7_plugin._doctor.deep import hip_version_text, run_probe
 from tests.conftest import REPO
 from tests.e2e import clean_env
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jax_rocm7_plugin.ld_resolve import ld_so_conf_dirs, resolve_dependencies
+from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, resolve_dependencies
 from tests.native import compile_shared
 
 NOTHING_LOADED: frozenset[str] = frozenset()

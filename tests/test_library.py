@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import pjrt_api
-from jax_rocm7_plugin.elf_header import shared_object_problem
-from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.library import LIBRARY_ENV, LibraryChoice, locate_library
+from jax_rocm7_plugin._binary import pjrt_api
+from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.pjrt_library import LIBRARY_ENV, LibraryChoice, locate_library
 from tests.native import compile_shared, fake_pjrt_library, library_needing_missing_dependency
 
 

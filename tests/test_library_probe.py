@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import library_probe
+from jax_rocm7_plugin._binary import load_test as library_probe
 from tests.native import compile_shared, fake_pjrt_library, library_needing_missing_dependency
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin.doctor import diagnose
-from jax_rocm7_plugin.findings import Finding
-from jax_rocm7_plugin.loader import Plan, plan_registration
+from jax_rocm7_plugin._doctor.diagnose import diagnose
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._loader import Plan, plan_registration
 from tests.conftest import REPO
 from tests.native import HIP_RUNTIME
 from tests.sysroots import Gpu, add_rocm, library_of, make_sysroot
@@ -68,7 +68,7 @@ def test_warnings_reach_the_plan(tmp_path: Path, build: Path) -> None:
 PIP_ROCM_CHILD = """
 import ctypes, json, os, sys
 from pathlib import Path
-from jax_rocm7_plugin.loader import Plan, plan_registration
+from jax_rocm7_plugin._loader import Plan, plan_registration
 site, library, root = sys.argv[1:]
 sys.path.insert(0, site)
 # The process already holds the HIP runtime (as after a pip ROCm import), so the library's dlopen resolves it.

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin.findings import first_blocking
-from jax_rocm7_plugin.machine import machine_findings, probe_machine
+from jax_rocm7_plugin._findings import first_blocking
+from jax_rocm7_plugin._machine.devices import machine_findings, probe_machine
 from tests.sysroots import Gpu, make_sysroot
 
 

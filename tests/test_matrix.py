@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import releases
+from jax_rocm7_plugin._policy import releases
 from tests.conftest import Combo
 from tests.e2e import DEVICES, JIT_ON_ROCM, our_warnings, pip, run_python
 from tests.sysroots import make_sysroot

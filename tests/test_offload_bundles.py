@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jax_rocm7_plugin.offload_bundles import scan_bundles, target_of
+from jax_rocm7_plugin._binary.offload_bundles import scan_bundles, target_of
 from tests.bundles import compressed_bundle, plain_bundle
 
 IDS = [

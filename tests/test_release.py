@@ -16,7 +16,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from jax_rocm7_plugin import versions
+from jax_rocm7_plugin._policy import versions
 from tests.conftest import REPO, TEST_CACHE
 from tests.e2e import make_venv, our_warnings, run_python
 from tests.native import fake_hip_runtime, pjrt_library_with_code_for

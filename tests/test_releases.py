@@ -18,7 +18,8 @@ from packaging.version import Version
 
 from build import bazel_build, release_row
 from build.build import choose_release
-from jax_rocm7_plugin import releases, versions
+from jax_rocm7_plugin._policy import releases
+from jax_rocm7_plugin._policy import versions
 from tests.conftest import REPO
 
 SERVED = ["0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin import machine, safe_io
+from jax_rocm7_plugin._machine import devices as machine
+from jax_rocm7_plugin import _safe_io as safe_io
 
 
 def test_regular_files_are_read_with_a_bound(tmp_path: Path) -> None:
@@ -98,7 +99,7 @@ def test_device_nodes_that_are_not_devices_are_named(tmp_path: Path) -> None:
 
 
 def test_a_runfiles_manifest_that_is_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
-    from jax_rocm7_plugin.library import _runfiles_library
+    from jax_rocm7_plugin._machine.pjrt_library import _runfiles_library
 
     fifo = tmp_path / "MANIFEST"
     os.mkfifo(fifo)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jax_rocm7_plugin.topology import (
+from jax_rocm7_plugin._machine.topology import (
     MAX_PROPERTIES_BYTES,
     KfdNode,
     gfx_name,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin.elf_dynamic import read_dynamic
-from jax_rocm7_plugin.offload_bundles import scan_library
+from jax_rocm7_plugin._binary.elf_dynamic import read_dynamic
+from jax_rocm7_plugin._binary.offload_bundles import scan_library
 from tests.conftest import REPO
 from tests.e2e import clean_env
 from tests.sysroots import Gpu, make_sysroot

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from jax_rocm7_plugin import versions
+from jax_rocm7_plugin._policy import versions
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The few bytes of an ELF header the loader needs: is this an x86-64 shared object?
 
-The full ELF reader (pyelftools) is for the build and the doctor; the loader runs
+The full ELF reader (pyelftools) is for the build only; the loader and the doctor run
 inside `import jax` and reads 20 bytes instead.
 """
 

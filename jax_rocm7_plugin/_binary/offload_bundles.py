@@ -188,8 +188,13 @@ def scan_library(path: Path, section_name: str = ".hip_fatbin") -> BundleScan | 
     section = read_dynamic(path, exports=False).sections.get(section_name)
     if section is None or section.size == 0 or section.type == SHT_NOBITS:
         return None
+    return scan_file_range(path, section.offset, section.size)
+
+
+def scan_file_range(path: Path, offset: int, size: int) -> BundleScan:
+    """The offload bundles in bytes [offset, offset + size) of a file (a section whose place is known)."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)[section.offset : section.offset + section.size]
+        view = memoryview(mapped)[offset : offset + size]
         try:
             return scan_bundles(view)
         finally:

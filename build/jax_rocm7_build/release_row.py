@@ -112,7 +112,7 @@ def rocm_of(summary: str) -> dict[str, str | None]:
 
 
 def xla_pin_from_jax(jax_source: Path, commit: str) -> dict[str, str | None]:
-    from build.bazel_build import jax_module_pins, read_jax_module
+    from jax_rocm7_build.bazel import jax_module_pins, read_jax_module
 
     text = read_jax_module(commit, jax_source)
     if text is None:

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from jax_rocm7_build._checkout import REPO
+
 if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.releases import Release
 
-REPO = Path(__file__).resolve().parent.parent
 PJRT_TARGET = "//pjrt:xla_rocm_plugin.so"
 EXTENSIONS_TARGET = "//jaxlib_rocm:extension_modules"
 # What the published 0.10.x library covers, as explicit processors: MI100, MI200, MI300, MI350,

@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jax_rocm7_plugin._extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR, public_stub_source
+from jax_rocm7_plugin._names import EXTENSION_CAPABILITIES, EXTENSION_MODULES, NATIVE_DIR, PLUGIN_PACKAGE
+from jax_rocm7_plugin._names import NATIVE_BUILD_INFO as BUILD_INFO
 
 
 class ModuleSet(NamedTuple):
@@ -33,6 +34,16 @@ class ModuleSet(NamedTuple):
 
 def python_tag(python: str) -> str:
     return "cp" + python.replace(".", "")
+
+
+def public_stub_source(module: str) -> str:
+    """The module the build writes under the public name of each native module it ships."""
+    return (
+        f'"""{EXTENSION_CAPABILITIES[module]}: the ROCm extension {module} lives in {NATIVE_DIR}/ '
+        '(see _extensions.py)."""\n\n'
+        f"from {PLUGIN_PACKAGE}._extensions import load_native\n\n"
+        "load_native(__name__)\n"
+    )
 
 
 def _sha256(path: Path) -> str:

@@ -29,14 +29,25 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from jax_rocm7_plugin._names import (
+    ENTRY_POINT_MODULE,
+    ENTRY_POINT_NAME,
+    LIBRARY_FILE,
+    PJRT_DISTRIBUTION,
+    PJRT_PACKAGE,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+)
 from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
-PJRT = "jax-rocm7-pjrt"
-PLUGIN = "jax-rocm7-plugin"
+PJRT = PJRT_DISTRIBUTION
+PLUGIN = PLUGIN_DISTRIBUTION
 PJRT_TAG = Tag("py3", "none", "manylinux_2_28_x86_64")
-LIBRARY_MEMBER = "jax_rocm7_pjrt/xla_rocm_plugin.so"
+LIBRARY_MEMBER = f"{PJRT_PACKAGE}/{LIBRARY_FILE}"
 POLICY = "manylinux_2_28_x86_64"
-ENTRY_POINT = ("rocm7", "jax_plugins.rocm7")
+ENTRY_POINT = (ENTRY_POINT_NAME, ENTRY_POINT_MODULE)
+# Data the plugin reads at run time (the release table, ROCm's policy).
+PLUGIN_DATA = (f"{PLUGIN_PACKAGE}/_policy/releases.json", f"{PLUGIN_PACKAGE}/_policy/rocm_policy.json")
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
 PIP_ROCM_DIRS = re.compile(r"(_rocm_sdk_core|_rocm_sdk_libraries[\w-]*|rocm)/lib")
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
@@ -228,6 +239,28 @@ def _plugin(archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Ta
     if [str(p.specifier) for p in pins] != [f"=={release}.*"]:
         problems.append(f"must require {PJRT}=={release}.*, requires {[str(p) for p in pins] or 'nothing'}")
     problems += _extension_modules(archive, path, release, tags, metadata)
+    problems += [
+        f"{member} is missing (the plugin reads it at run time)" for member in PLUGIN_DATA if member not in names
+    ]
+    problems += _unresolved_imports(archive, names)
+    return problems
+
+
+def _unresolved_imports(archive: zipfile.ZipFile, names: set[str]) -> list[str]:
+    """Modules of ours that the wheel's own modules import but the wheel lacks (a sub-package left out)."""
+    problems = []
+    for member in sorted(n for n in names if n.startswith(f"{PLUGIN_PACKAGE}/") and n.endswith(".py")):
+        try:
+            tree = ast.parse(archive.read(member))
+        except SyntaxError as error:
+            problems.append(f"{member} does not parse: {error}")
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(PLUGIN_PACKAGE):
+                continue
+            base = (node.module or "").replace(".", "/")
+            if f"{base}.py" not in names and f"{base}/__init__.py" not in names:
+                problems.append(f"{member} imports {node.module}, which the wheel does not carry")
     return problems
 
 
@@ -236,7 +269,8 @@ def _extension_modules(
 ) -> list[str]:
     """Modules, tag, ABI and pins agree: cpXY-cpXY-manylinux_2_28 with modules for CPython X.Y only,
     Requires-Python ==X.Y.*, jaxlib pinned to the release, each module behind its public stub."""
-    from jax_rocm7_plugin._extensions import BUILD_INFO, EXTENSION_MODULES, NATIVE_DIR
+    from jax_rocm7_plugin._names import EXTENSION_MODULES, NATIVE_DIR
+    from jax_rocm7_plugin._names import NATIVE_BUILD_INFO as BUILD_INFO
 
     names = set(archive.namelist())
     native_prefix = f"jax_rocm7_plugin/{NATIVE_DIR}/"

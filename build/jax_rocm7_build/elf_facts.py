@@ -1,8 +1,9 @@
-"""Facts about an ELF shared object: NEEDED, RUNPATH/RPATH, exports, offload targets.
+"""Facts about an ELF shared object for build_info.json: NEEDED, RUNPATH/RPATH, exports, offload targets.
 
-Used by the wheel build (to stamp build_info) and by the doctor; never by the
-loader's hot path. pyelftools reads sections lazily, so a 520 MB library costs
-only the bytes of the sections asked for.
+Build-only (pyelftools is a build and test requirement, not the plugin's). One parse:
+pyelftools reads the section headers lazily, and the `.hip_fatbin` section's place in
+the file is handed to the plugin's bundle scanner, so a 500 MB library costs only the
+bytes of the sections asked for.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from jax_rocm7_plugin._binary.offload_bundles import scan_library
+from jax_rocm7_plugin._binary.offload_bundles import scan_file_range
+from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX
 
 FATBIN_SECTION = ".hip_fatbin"
-_HIP_RUNTIME = re.compile(r"libamdhip64\.so\.(\d+)$")
+_HIP_RUNTIME = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")
 
 
 @dataclass
@@ -61,12 +63,12 @@ def read_elf_facts(path: Path, *, offload_targets: bool = True) -> ElfFacts:
                 elf_type=str(elf["e_type"]),
             )
             _read_dynamic(elf, facts)
-            if offload_targets:
-                scan = scan_library(path, FATBIN_SECTION)
-                if scan is not None:
-                    facts.offload_targets = sorted(scan.targets)
-                    facts.offload_bundles = scan.plain_bundles + scan.compressed_bundles
-                    facts.offload_problems = scan.problems
+            fatbin = elf.get_section_by_name(FATBIN_SECTION) if offload_targets else None
+            if fatbin is not None and fatbin["sh_size"] and fatbin["sh_type"] != "SHT_NOBITS":
+                scan = scan_file_range(path, fatbin["sh_offset"], fatbin["sh_size"])
+                facts.offload_targets = sorted(scan.targets)
+                facts.offload_bundles = scan.plain_bundles + scan.compressed_bundles
+                facts.offload_problems = scan.problems
             return facts
     except ELFError as error:
         raise NotAnElfFile(f"{path}: {error}") from None
