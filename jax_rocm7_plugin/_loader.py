@@ -68,19 +68,20 @@ def _jaxlib_version() -> str | None:
     return str(__version__)
 
 
-def plan_registration(settings: Settings, *, apply_environment: bool = False) -> Plan | Finding:
+def plan_registration(settings: Settings, *, apply_environment: bool = False, load: bool = True) -> Plan | Finding:
     """The checks (in the pipeline's order) up to the first blocking finding, then jaxlib's client options.
 
-    `apply_environment`: point HIP at a pip ROCm in os.environ (only the real registration does).
+    `apply_environment`: point HIP at a pip ROCm in os.environ (only the real registration does);
+    `load`: False plans without the child-process load (what it would learn stays unknown).
     """
     facts = Facts(settings, _jaxlib_version)
-    blocking, warnings = first_blocking_finding(facts)
+    blocking, warnings = first_blocking_finding(facts, load=load)
     if blocking is not None:
         return blocking
     options = rocm_client_options(settings)
     if isinstance(options, Finding):
         return options
-    assert facts.library is not None and facts.verdict is not None
+    assert facts.library is not None
     changes: list[str] = []
     if apply_environment and facts.pip_rocm is not None:
         # HIP reads these when it initialises, which happens when jax creates the client.
@@ -90,7 +91,7 @@ def plan_registration(settings: Settings, *, apply_environment: bool = False) ->
         library_source=facts.library.source,
         options=options,
         c_api_version=str(facts.c_api) if facts.c_api is not None else None,
-        extensions=frozenset(facts.verdict.extensions),
+        extensions=frozenset(facts.verdict.extensions) if facts.verdict is not None else frozenset(),
         warnings=tuple(warnings),
         environment_changes=tuple(changes),
     )

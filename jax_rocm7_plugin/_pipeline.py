@@ -49,24 +49,27 @@ class Facts:
     findings: list[Finding] = field(default_factory=list)  # every finding yielded so far, in order
 
 
-def checks(facts: Facts, *, thorough: bool, through_machine: bool = False) -> Iterator[Finding]:
-    """Every finding, in the order of cost; `through_machine`: stop after the machine probe."""
-    for finding in _steps(facts, thorough=thorough, through_machine=through_machine):
+def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load: bool = True) -> Iterator[Finding]:
+    """Every finding, in the order of cost. `through_machine`: stop after the machine probe; `load`:
+    False leaves out the child-process load and what needs it (the C API), for a plan made without it."""
+    for finding in _steps(facts, thorough=thorough, through_machine=through_machine, load=load):
         facts.findings.append(finding)
         yield finding
 
 
-def first_blocking_finding(facts: Facts, *, through_machine: bool = False) -> tuple[Finding | None, list[Finding]]:
+def first_blocking_finding(
+    facts: Facts, *, through_machine: bool = False, load: bool = True
+) -> tuple[Finding | None, list[Finding]]:
     """The loader's reading: the first blocking finding (None if there is none) and the warnings before it."""
     warnings: list[Finding] = []
-    for finding in checks(facts, thorough=False, through_machine=through_machine):
+    for finding in checks(facts, thorough=False, through_machine=through_machine, load=load):
         if finding.blocks_rocm:
             return finding, warnings
         warnings.append(finding)
     return None, warnings
 
 
-def _steps(facts: Facts, *, thorough: bool, through_machine: bool) -> Iterator[Finding]:
+def _steps(facts: Facts, *, thorough: bool, through_machine: bool, load: bool) -> Iterator[Finding]:
     settings = facts.settings
     # 1. The plugin's own variables, before anything reads through them.
     yield from settings.path_findings
@@ -86,10 +89,10 @@ def _steps(facts: Facts, *, thorough: bool, through_machine: bool) -> Iterator[F
         yield from machine_findings(probed)
     if through_machine:
         return
-    yield from _after_machine(facts, thorough=thorough)
+    yield from _after_machine(facts, thorough=thorough, load=load)
 
 
-def _after_machine(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
+def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
     from jax_rocm7_plugin._machine.pjrt_library import library_targets, locate_library
     from jax_rocm7_plugin._machine.visibility import visible_device_findings
     from jax_rocm7_plugin._policy import versions
@@ -120,7 +123,7 @@ def _after_machine(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
     yield from _gpu_findings(facts)
 
     # 8. The ROCm runtime the library needs, and a load in a child process.
-    yield from _runtime_findings(facts, thorough=thorough)
+    yield from _runtime_findings(facts, thorough=thorough, load=load)
 
     # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
     from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
@@ -148,7 +151,7 @@ def _gpu_findings(facts: Facts) -> Iterator[Finding]:
     yield from shm_findings(settings.sysroot, sum(1 for _, node in view if node.index in usable))
 
 
-def _runtime_findings(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
+def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
     """Thorough: resolve every dependency (and module), then load only a library whose dependencies
     are all found. Quick (the loader): load in a child first, and resolve only when that fails."""
     from jax_rocm7_plugin import _findings as catalog
@@ -162,7 +165,7 @@ def _runtime_findings(facts: Facts, *, thorough: bool) -> Iterator[Finding]:
         dependencies = facts.runtime.dependencies
         if library is None or dependencies is None or dependencies.missing:
             return
-    elif library is None:
+    elif library is None or not load:
         return
     # In a child process first: a library that dies while loading must not take `import jax` with it.
     facts.verdict = load_test.probe(library.path, "pjrt", settings.load_identity, settings.cache_dir)

@@ -9,15 +9,12 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
-from tests.native import fake_hip_runtime, pjrt_library_with_code_for
-from tests.sysroots import LIBRARY_TARGETS, bundle_for
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tests.support.environment import DEBIAN_HIP, TEST_CACHE, UPSTREAM_RELEASE, Combo, combo_venv, require
+from tests.support.native import fake_hip_runtime, pjrt_library_with_code_for
+from tests.support.sysroots import LIBRARY_TARGETS, bundle_for
 
 # Load verdicts (jax_rocm7_plugin._binary.load_test) that tests cause go to a folder of this test
 # process, inherited by every child it starts, and removed at exit: never the user's ~/.cache.
@@ -32,7 +29,18 @@ def _real_amd_gpu() -> bool:
     return bool(probe_machine(Path("/")).usable_gpus)
 
 
+# The folder decides a test's kind: unit (pure functions), integration (sysroots, real libraries,
+# child processes), e2e (wheels and venvs), hardware (an AMD GPU).
+_FOLDER_MARKERS = {"e2e": "slow", "hardware": "rocm"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        folder = item.path.resolve().relative_to(tests_dir).parts[0]
+        marker = _FOLDER_MARKERS.get(folder)
+        if marker is not None:
+            item.add_marker(marker)
     if _real_amd_gpu():
         return
     skip = pytest.mark.skip(reason="needs an AMD GPU with ROCm 7 (no usable KFD GPU on this machine)")
@@ -49,20 +57,6 @@ def standin_library() -> Path:
     path = Path(standin.__file__).parent / "xla_cpu_pjrt.so"
     assert path.is_file(), f"xla-cpu-pjrt is installed without its library at {path}"
     return path
-
-
-DEBIAN_HIP = Path("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")
-UPSTREAM_RELEASE = "0.10.0"
-TEST_CACHE = Path(os.environ.get("JAX_ROCM_TEST_CACHE", Path.home() / ".cache" / "jax-rocm7-tests"))
-
-
-def require(condition: bool, what: str) -> None:
-    """Skip on a developer machine without `what`; fail in CI, whose script installs it."""
-    if condition:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is missing; ci/run_tests.sh installs it")
-    pytest.skip(f"{what} is not installed")
 
 
 @pytest.fixture(scope="session")
@@ -117,24 +111,12 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-class Combo(NamedTuple):
-    """One cell of the end-to-end matrix: a release of the table, a CPython, and the jax version."""
-
-    release: str
-    python: str
-    jax: str
-
-    @property
-    def id(self) -> str:
-        return f"jax{self.jax}-py{self.python}"
-
-
 @pytest.fixture(scope="session")
 def standin_wheels(
     tmp_path_factory: pytest.TempPathFactory, standin_library: Path
 ) -> Callable[[str, str], dict[str, Path]]:
     """Our pair built from the stand-in library for a release (and its pjrt .post1), once per release."""
-    from tests.wheels import build
+    from tests.support.wheels import build
 
     built: dict[str, dict[str, Path]] = {}
 
@@ -148,26 +130,6 @@ def standin_wheels(
         return built[release]
 
     return wheels_for
-
-
-def interpreter_for(combo: Combo) -> Path:
-    """The combo's CPython; skipped without it here, a failure in CI."""
-    from tests.e2e import find_interpreter
-
-    interpreter = find_interpreter(combo.python)
-    require(interpreter is not None, f"CPython {combo.python} (on PATH or under pyenv)")
-    assert interpreter is not None
-    return interpreter
-
-
-def combo_venv(combo: Combo, directory: Path, plugin: Path, pjrt: Path) -> Path:
-    """A venv of the combo's CPython with its jax/jaxlib and the given wheel pair."""
-    from tests.e2e import make_venv, pip
-
-    python = make_venv(directory, interpreter_for(combo))
-    # Resolution through the plugin's metadata: its jax-rocm7-pjrt==X.Y.Z.* pin takes our local pjrt wheel.
-    pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(plugin), str(pjrt))
-    return python
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,436 @@
+"""Hostile inputs: whatever the machine, the library or the environment holds, `import jax` neither
+hangs nor dies because of us, and says at most one line; the doctor still answers in valid JSON.
+
+Every case is a real `import jax; jax.devices()` in the 0.10.2/CPython 3.11 venv of the end-to-end
+tests (our wheels from the stand-in library), with a time limit, then `jax-rocm-doctor --json`.
+Files that stand in for broken hardware or libraries are test fixtures, built per case in its own
+folder; HOME, XDG_CACHE_HOME and TMPDIR point into it, so nothing is written elsewhere, and a
+marker in each child's environment shows that no process outlives its case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from tests.support.environment import Combo
+from tests.support.native import compile_shared, fake_pjrt_library
+from tests.support.snippets import clean_env
+from tests.support.sysroots import TOPOLOGY, Gpu, make_sysroot, properties_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e-0.10.2")]
+COMBO = Combo("0.10.2", "3.11", "0.10.2")
+CASE_SECONDS = 60  # a case that takes longer has hung
+CODE = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.devices()}))"
+
+
+class Case(NamedTuple):
+    name: str
+    # (case folder, stand-in library) -> environment for the child; may build files in the folder.
+    setup: Callable[[Path, Path], dict[str, str]]
+    expect: str | None = None  # the finding id of the one warning line (None: any one line, or none)
+    required: bool = False  # JAX_PLATFORMS=rocm: a failure is jax's error, not a warning
+
+
+def gpu_root(folder: Path, gpus: int = 1) -> Path:
+    return make_sysroot(folder / "root", [Gpu(drm_render_minor=128 + i) for i in range(gpus)])
+
+
+def properties(root: Path, node: int = 1) -> Path:
+    return root / TOPOLOGY / str(node) / "properties"
+
+
+def replace_with(path: Path, kind: str) -> None:
+    """Put a FIFO, socket, directory, symlink loop, dangling link or junk where a file belongs."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":  # bound by a relative name: sysroot paths exceed AF_UNIX's 108 bytes
+        server, here = socket.socket(socket.AF_UNIX), os.getcwd()
+        try:
+            os.chdir(path.parent)
+            server.bind(path.name)
+        finally:
+            os.chdir(here)
+            server.close()  # the socket file stays
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "dangling":
+        path.symlink_to(path.parent / "nowhere")
+    elif kind == "junk":
+        path.write_bytes(os.urandom(4096))
+    elif kind == "huge":
+        with open(path, "wb") as handle:
+            handle.truncate(50 * 1024 * 1024)
+    else:
+        raise ValueError(kind)
+
+
+def on_properties(kind: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        root = gpu_root(folder)
+        replace_with(properties(root), kind)
+        return {"JAX_ROCM_SYSROOT": str(root)}
+
+    return setup
+
+
+def with_properties(text: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        root = gpu_root(folder)
+        properties(root).write_bytes(text.encode("utf-8", "surrogateescape"))
+        return {"JAX_ROCM_SYSROOT": str(root)}
+
+    return setup
+
+
+def on_machine_path(relative: str, kind: str, gpus: int = 1, **extra: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        root = gpu_root(folder, gpus)
+        replace_with(root / relative, kind)
+        return {"JAX_ROCM_SYSROOT": str(root), **extra}
+
+    return setup
+
+
+def thousand_gpus(folder: Path, _library: Path) -> dict[str, str]:
+    root = gpu_root(folder)
+    for index in range(2, 1002):
+        node = root / TOPOLOGY / str(index)
+        node.mkdir(parents=True)
+        (node / "properties").write_text(properties_text(Gpu(drm_render_minor=128 + index)))
+    return {"JAX_ROCM_SYSROOT": str(root)}
+
+
+def library_case(make: Callable[[Path, Path], Path], **extra: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, standin: Path) -> dict[str, str]:
+        return {"JAX_ROCM_SYSROOT": str(gpu_root(folder)), "JAX_ROCM_PJRT_LIBRARY": str(make(folder, standin)), **extra}
+
+    return setup
+
+
+def elf_variant(offset: int, value: bytes) -> Callable[[Path, Path], Path]:
+    """A copy of a small real PJRT-shaped library with header bytes changed (32-bit class, ARM machine)."""
+
+    def make(folder: Path, _standin: Path) -> Path:
+        library = fake_pjrt_library(folder / "lib", 0, 81)
+        data = bytearray(library.read_bytes())
+        data[offset : offset + len(value)] = value
+        target = folder / "variant.so"
+        target.write_bytes(bytes(data))
+        return target
+
+    return make
+
+
+def truncated(folder: Path, standin: Path) -> Path:
+    target = folder / "truncated.so"
+    with open(standin, "rb") as source:
+        target.write_bytes(source.read(4096))
+    return target
+
+
+def file_of(kind: str) -> Callable[[Path, Path], Path]:
+    def make(folder: Path, _standin: Path) -> Path:
+        target = folder / "lib" / "xla_rocm_plugin.so"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        replace_with(target, kind)
+        return target
+
+    return make
+
+
+def compiled(body: str, name: str) -> Callable[[Path, Path], Path]:
+    """A library whose constructor or GetPjrtApi misbehaves (test fixture)."""
+
+    def make(folder: Path, _standin: Path) -> Path:
+        return compile_shared(folder / "lib", name, "#include <stdlib.h>\n#include <signal.h>\n" + body)
+
+    return make
+
+
+def env_case(**values: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        return {"JAX_ROCM_SYSROOT": str(gpu_root(folder)), **values}
+
+    return setup
+
+
+def sysroot_is(kind: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        target = folder / "sysroot"
+        if kind == "relative":
+            return {"JAX_ROCM_SYSROOT": "some/relative/root"}
+        replace_with(target, kind)
+        return {"JAX_ROCM_SYSROOT": str(target)}
+
+    return setup
+
+
+def rocm_path_is(kind: str) -> Callable[[Path, Path], dict[str, str]]:
+    def setup(folder: Path, _library: Path) -> dict[str, str]:
+        root = gpu_root(folder)
+        replace_with(root / "opt" / "weird-rocm", kind)
+        return {"JAX_ROCM_SYSROOT": str(root), "ROCM_PATH": "/opt/weird-rocm"}
+
+    return setup
+
+
+def unwritable_cache(folder: Path, _library: Path) -> dict[str, str]:
+    (folder / "cache-file").write_text("not a directory")
+    return {"JAX_ROCM_SYSROOT": str(gpu_root(folder)), "XDG_CACHE_HOME": str(folder / "cache-file")}
+
+
+def looping_ld_conf(folder: Path, standin: Path) -> dict[str, str]:
+    """A library that cannot load (a dependency missing) makes the loader resolve it through ld.so.conf."""
+    from tests.support.native import library_needing_missing_dependency
+
+    root = gpu_root(folder)
+    conf = root / "etc" / "ld.so.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("include /etc/ld.so.conf\ninclude /etc/ld.so.conf.d/*.conf\n/opt/x\n")
+    (root / "etc" / "ld.so.conf.d").mkdir()
+    os.mkfifo(root / "etc" / "ld.so.conf.d" / "fifo.conf")
+    library = library_needing_missing_dependency(folder / "lib")
+    return {"JAX_ROCM_SYSROOT": str(root), "JAX_ROCM_PJRT_LIBRARY": str(library)}
+
+
+BIG = "1" + "0" * 30
+NULL_API = "void* GetPjrtApi(void) { return 0; }\n"
+
+
+def dies_loading(statement: str) -> str:
+    return f"__attribute__((constructor)) static void boom(void) {{ {statement} }}\n" + NULL_API
+
+
+CASES = [
+    # The KFD topology: FIFOs, sockets, directories, links and junk where a properties file belongs.
+    Case("properties-fifo", on_properties("fifo"), "no-gpu-nodes"),
+    Case("properties-socket", on_properties("socket"), "no-gpu-nodes"),
+    Case("properties-directory", on_properties("directory"), "no-gpu-nodes"),
+    Case("properties-symlink-loop", on_properties("loop"), "no-gpu-nodes"),
+    Case("properties-dangling-link", on_properties("dangling"), "no-gpu-nodes"),
+    Case("properties-binary-junk", on_properties("junk"), "no-gpu-nodes"),
+    Case("properties-50-mb", on_properties("huge"), "no-gpu-nodes"),
+    Case(
+        "properties-not-utf8",
+        with_properties("simd_count 8\ngfx_target_version 90402\x80\udcff\ndrm_render_minor 128\n"),
+    ),
+    Case("properties-negative", with_properties("simd_count -8\ngfx_target_version -90402\ndrm_render_minor -1\n")),
+    Case("properties-10e30", with_properties(f"simd_count {BIG}\ngfx_target_version {BIG}\ndrm_render_minor {BIG}\n")),
+    Case("properties-duplicate-keys", with_properties(properties_text(Gpu()) * 3 + "simd_count 0\nsimd_count 4\n")),
+    Case("properties-missing-keys", with_properties("simd_count 8\n")),
+    Case("properties-empty", with_properties("")),
+    Case("thousand-gpu-nodes", thousand_gpus),
+    Case("nodes-directory-is-a-fifo", on_machine_path(TOPOLOGY, "fifo")),
+    # Device nodes and /proc.
+    Case("kfd-is-a-fifo", on_machine_path("dev/kfd", "fifo"), "kfd-device-missing"),
+    Case("kfd-is-a-directory", on_machine_path("dev/kfd", "directory"), "kfd-device-missing"),
+    Case("render-node-is-a-socket", on_machine_path("dev/dri/renderD128", "socket"), "render-node-missing"),
+    Case("proc-mounts-fifo", on_machine_path("proc/mounts", "fifo", gpus=2)),
+    Case("proc-mounts-50-mb", on_machine_path("proc/mounts", "huge", gpus=2)),
+    Case("proc-meminfo-fifo", on_machine_path("proc/meminfo", "fifo", gpus=2)),
+    Case("ld-so-conf-includes-itself-and-a-fifo", looping_ld_conf, "library-dependency-missing"),
+    # Libraries that are not, or not quite, PJRT plugins, and ones that die while loading.
+    Case("library-truncated-elf", library_case(truncated), "pjrt-library-invalid"),
+    Case("library-random-bytes", library_case(file_of("junk")), "pjrt-library-invalid"),
+    Case("library-32-bit-elf", library_case(elf_variant(4, b"\x01")), "pjrt-library-invalid"),
+    Case("library-arm-elf", library_case(elf_variant(18, (183).to_bytes(2, "little"))), "pjrt-library-invalid"),
+    Case("library-dev-zero", library_case(lambda folder, standin: Path("/dev/zero")), "pjrt-library-invalid"),
+    Case("library-directory", library_case(file_of("directory")), "pjrt-library-invalid"),
+    Case("library-fifo", library_case(file_of("fifo")), "pjrt-library-invalid"),
+    Case("library-dangling-link", library_case(file_of("dangling")), "pjrt-library-invalid"),
+    Case("library-50-mb-of-zeros", library_case(file_of("huge")), "pjrt-library-invalid"),
+    Case(
+        "get-pjrt-api-returns-null",
+        library_case(compiled("void* GetPjrtApi(void) { return 0; }\n", "null")),
+        "pjrt-library-invalid",
+    ),
+    Case(
+        "get-pjrt-api-returns-garbage",
+        library_case(compiled("void* GetPjrtApi(void) { return (void*)8; }\n", "garbage")),
+        "pjrt-library-crashed",
+    ),
+    Case(
+        "library-without-get-pjrt-api",
+        library_case(compiled("int other(void) { return 0; }\n", "plain")),
+        "pjrt-library-invalid",
+    ),
+    Case(
+        "constructor-aborts",
+        library_case(
+            compiled(
+                dies_loading("abort();"),
+                "abort",
+            )
+        ),
+        "pjrt-library-crashed",
+    ),
+    Case(
+        "constructor-segfaults",
+        library_case(
+            compiled(
+                dies_loading("raise(SIGSEGV);"),
+                "segv",
+            )
+        ),
+        "pjrt-library-crashed",
+    ),
+    Case(
+        "constructor-illegal-instruction",
+        library_case(
+            compiled(
+                dies_loading("__builtin_trap();"),
+                "sigill",
+            )
+        ),
+        "pjrt-library-crashed",
+    ),
+    Case(
+        "library-aborts-with-rocm-required",
+        library_case(
+            compiled(
+                dies_loading("abort();"),
+                "abort2",
+            ),
+            JAX_PLATFORMS="rocm",
+        ),
+        required=True,
+    ),
+    # Every variable the loader reads, with garbage in it.
+    Case(
+        "pjrt-library-relative",
+        env_case(JAX_ROCM_PJRT_LIBRARY="lib/xla_rocm_plugin.so"),
+        "environment-variable-invalid",
+    ),
+    Case("sysroot-relative", sysroot_is("relative"), "environment-variable-invalid"),
+    Case("sysroot-is-a-file", sysroot_is("junk"), "environment-variable-invalid"),
+    Case("sysroot-is-a-fifo", sysroot_is("fifo"), "environment-variable-invalid"),
+    Case("sysroot-dangling-link", sysroot_is("dangling"), "environment-variable-invalid"),
+    Case("rocm-path-is-a-fifo", rocm_path_is("fifo")),
+    Case("rocm-path-is-a-file", rocm_path_is("junk")),
+    Case("hip-visible-devices-garbage", env_case(HIP_VISIBLE_DEVICES="\x7f,,-1,GPU-?,0x10")),
+    Case("rocr-visible-devices-huge", env_case(ROCR_VISIBLE_DEVICES=f"-1,{BIG}")),
+    Case("cuda-visible-devices-junk", env_case(CUDA_VISIBLE_DEVICES="all;rm -rf /")),
+    Case("gpu-device-ordinal-junk", env_case(GPU_DEVICE_ORDINAL="NaN")),
+    Case("hsa-override-garbage", env_case(HSA_OVERRIDE_GFX_VERSION="x.y.z")),
+    Case("hsa-override-huge", env_case(HSA_OVERRIDE_GFX_VERSION=f"{BIG}.{BIG}.{BIG}")),
+    Case("mem-fraction-negative-huge", env_case(XLA_PYTHON_CLIENT_MEM_FRACTION=f"-{BIG}"), "xla-client-env-invalid"),
+    Case("preallocate-maybe", env_case(XLA_PYTHON_CLIENT_PREALLOCATE="maybe"), "xla-client-env-invalid"),
+    Case("allocator-junk", env_case(XLA_PYTHON_CLIENT_ALLOCATOR="junk\u00e9"), "xla-client-env-invalid"),
+    # Bytes that are not UTF-8 (surrogate escapes become raw bytes in the child's environment).
+    Case("visible-devices-not-utf8", env_case(HIP_VISIBLE_DEVICES="0,\udcff\udcfe")),
+    Case("rocm-path-not-utf8", env_case(ROCM_PATH="/opt/\udcffrocm"), "environment-variable-invalid"),
+    Case("pjrt-library-not-utf8", env_case(JAX_ROCM_PJRT_LIBRARY="/opt/\udcff/lib.so"), "pjrt-library-invalid"),
+    Case("collective-mem-junk", env_case(XLA_PYTHON_CLIENT_COLLECTIVE_MEM_SIZE_MB=BIG)),
+    Case("ld-library-path-junk", env_case(LD_LIBRARY_PATH=":relative:/nonexistent::/dev/null")),
+    Case("cache-home-is-a-file", unwritable_cache),
+    Case(
+        "no-driver-rocm-required",
+        lambda folder, _lib: {"JAX_ROCM_SYSROOT": str(folder), "JAX_PLATFORMS": "rocm"},
+        required=True,
+    ),
+]
+
+
+def live_marked(marker: str) -> list[int]:
+    """Processes whose environment carries this case's marker."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if f"JAX_ROCM_CORPUS_MARK={marker}".encode() in handle.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def case_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    marker = uuid.uuid4().hex
+    folder = tmp_path / "case"
+    folder.mkdir()
+    for name in ("home", "cache", "tmp"):
+        (tmp_path / name).mkdir()
+    base = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "JAX_ROCM_CORPUS_MARK": marker,
+    }
+    yield folder, base
+    assert live_marked(marker) == [], "a process of this case outlived it"
+    assert list((tmp_path / "tmp").iterdir()) == [], "temporary files were left behind"
+    # Stand-in files for hardware are removed with the case (chmod back what a test made unreadable).
+    for path in folder.rglob("*"):
+        if not path.is_symlink() and stat.S_ISDIR(path.lstat().st_mode):
+            path.chmod(0o755)
+
+
+def run_limited(command: list[str], env: dict[str, str], folder: Path, what: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=folder, timeout=CASE_SECONDS, errors="replace"
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} hung for {CASE_SECONDS} s")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_import_jax_survives(
+    case: Case,
+    case_env: tuple[Path, dict[str, str]],
+    e2e_venv: Callable[[Combo], Path],
+    standin_library: Path,
+) -> None:
+    python = e2e_venv(COMBO)
+    folder, base = case_env
+    env = clean_env(**{**base, **case.setup(folder, standin_library)})
+    if not case.required:
+        env.pop("JAX_PLATFORMS", None)
+    done = run_limited([str(python), "-c", CODE], env, folder, "`import jax`")
+    assert "Traceback" not in done.stderr or case.required, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("ROCm backend")]
+    if case.required:
+        assert done.returncode != 0 and "Unable to initialize backend 'rocm'" in done.stderr, done.stderr
+        assert "[" in done.stderr.strip().splitlines()[-1]  # the cause with its finding id
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "PLATFORMS" in done.stdout
+        assert len(warnings) <= 1, warnings
+        assert all(line.rstrip().endswith("]") for line in warnings), warnings
+    if case.expect is not None:
+        text = warnings[0] if warnings else done.stderr
+        assert f"[{case.expect}]" in text, done.stderr
+
+    doctor = python.parent / "jax-rocm-doctor"
+    report = run_limited([str(doctor), "--json"], env, folder, "the doctor")
+    assert report.returncode in (0, 1, 2) and "Traceback" not in report.stderr, report.stderr
+    if report.returncode != 2:
+        parsed = json.loads(report.stdout)
+        assert {"ok", "findings"} <= set(parsed)
+        if case.expect is not None and not case.required:
+            assert case.expect in {f["id"] for f in parsed["findings"]}, parsed["findings"]
+
+
+def test_there_are_at_least_forty_cases() -> None:
+    assert len(CASES) >= 40 and len({c.name for c in CASES}) == len(CASES)

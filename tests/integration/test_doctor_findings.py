@@ -1,0 +1,238 @@
+"""One synthetic machine per finding id, diagnosed in process (the CLI is tested in test_doctor.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._findings import Finding
+from tests.support.inprocess import doctor as diagnose
+from tests.support.native import HIP_RUNTIME, compile_shared, pjrt_library_with_code_for
+from tests.support.starlark import PJRT_RUNPATH
+from tests.support.sysroots import LIBRARY_TARGETS, Gpu, add_rocm, bundle_for, library_of, make_sysroot
+
+GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
+
+
+def ids(report: Report) -> list[str]:
+    return [f.id for f in report.findings]
+
+
+def finding(report: Report, finding_id: str) -> Finding:
+    return next(f for f in report.findings if f.id == finding_id)
+
+
+def healthy(tmp_path: Path, build: Path, gpus: list[Gpu] | None = None) -> Path:
+    root = make_sysroot(tmp_path / "root", gpus)
+    add_rocm(root, build)
+    return root
+
+
+def test_healthy_rocm7_machine_has_no_findings(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build)
+    report = diagnose({}, root, library_of(build))
+    assert report.ok and ids(report) == [], report.findings
+    assert report.gpus[0].library_code == "gfx9-4-generic"
+    assert report.installs[0].version == "7.0.2-56"
+    assert report.library.missing_dependencies == ()
+
+
+def test_rocm_not_found(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, make_sysroot(tmp_path / "root"), library_of(build))
+    assert ids(report)[:2] == ["rocm-not-found", "library-dependency-missing"]
+    assert "libamdhip64.so.7" in finding(report, "library-dependency-missing").summary
+
+
+def test_rocm_major_mismatch(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "6.4.1", soname="libamdhip64.so.6")
+    report = diagnose({}, root, library_of(build))
+    mismatch = finding(report, "rocm-major-mismatch")
+    assert mismatch.severity == "error" and any("6.4.1" in e for e in mismatch.evidence)
+
+
+def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    home = add_rocm(root, build, link=False)  # /opt/rocm-7.0.2 only: RUNPATH /opt/rocm/lib misses it
+    report = diagnose({}, root, library_of(build))
+    assert ids(report) == ["library-dependency-missing"]
+    assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
+    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.0.2/lib"}, root, library_of(build)).ok
+
+
+def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path, build: Path) -> None:
+    """ROCm >= 7.14 keeps librocm_sysdeps_* in lib/rocm_sysdeps/lib: a RUNPATH of /opt/rocm/lib alone
+    (the published 0.12.0 library's) misses them; pjrt/BUILD's RUNPATH reaches them."""
+    hip_dir = build / "hip"
+    numa = compile_shared(
+        tmp_path / "sysdeps",
+        "sysdeps_numa",
+        "int rocm_sysdeps_numa_probe(void) { return 0; }\n",
+        flags=["-Wl,-soname,librocm_sysdeps_numa.so.1"],
+        output_name="librocm_sysdeps_numa.so.1",
+    )
+    targets = bundle_for(LIBRARY_TARGETS)
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent]
+    )
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.14.0", sysdeps=[numa])
+    report = diagnose({}, root, library)
+    assert ids(report) == ["library-dependency-missing"]
+    missing = finding(report, "library-dependency-missing")
+    assert "librocm_sysdeps_numa.so.1" in missing.summary
+    sysdeps_dir = root / "opt" / "rocm" / "lib" / "rocm_sysdeps" / "lib"
+    assert f"/opt/rocm has librocm_sysdeps_numa.so.1 in {sysdeps_dir}: add that directory to LD_LIBRARY_PATH" in (
+        missing.evidence
+    )
+    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm/lib/rocm_sysdeps/lib"}, root, library).ok
+    ours = pjrt_library_with_code_for(
+        tmp_path / "ours", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent], runpath=PJRT_RUNPATH
+    )
+    assert diagnose({}, root, ours).ok
+
+
+def test_rocm_path_mismatch(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build)
+    (root / "opt" / "rocm-6.4.0" / "lib").mkdir(parents=True)
+    report = diagnose({"ROCM_PATH": "/opt/rocm-6.4.0"}, root, library_of(build))
+    assert ids(report) == ["rocm-path-mismatch"] and report.ok
+
+
+@pytest.mark.parametrize(
+    ("gpus", "severity", "fix_part"),
+    [
+        ([Gpu(GFX906)], "error", "built for this GPU"),
+        ([Gpu(GFX1031)], "error", "HSA_OVERRIDE_GFX_VERSION=10.3.0"),  # sibling gfx1030 is in the library
+        ([Gpu(GFX1100), Gpu(GFX906, drm_render_minor=129)], "warning", "HIP_VISIBLE_DEVICES=0"),
+    ],
+)
+def test_gpu_arch_not_in_library(tmp_path: Path, build: Path, gpus: list[Gpu], severity: str, fix_part: str) -> None:
+    report = diagnose({}, healthy(tmp_path, build, gpus), library_of(build))
+    uncovered = finding(report, "gpu-arch-not-in-library")
+    assert uncovered.severity == severity and fix_part in uncovered.fix
+    assert "gfx906" in uncovered.summary or "gfx1031" in uncovered.summary
+
+
+def test_hidden_unsupported_gpu_is_not_reported(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(GFX1100), Gpu(GFX906, drm_render_minor=129)])
+    assert diagnose({"HIP_VISIBLE_DEVICES": "0"}, root, library_of(build)).findings == ()
+
+
+def test_hsa_override_judges_the_overridden_target(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(GFX906)])
+    report = diagnose({"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}, root, library_of(build))
+    assert ids(report) == ["hsa-override-gfx-version"] and report.ok
+    assert "gfx1100" in report.findings[0].summary
+    report = diagnose({"HSA_OVERRIDE_GFX_VERSION": "9.0.6"}, root, library_of(build))
+    assert ids(report) == ["gpu-arch-not-in-library", "hsa-override-gfx-version"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"JAX_PLATFORMS": "cpu"}, "jax-platforms-excludes-rocm"),
+        ({"HIP_VISIBLE_DEVICES": "-1"}, "visible-devices-hide-all"),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, "cuda-visible-devices-set"),
+        ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}, "xla-client-env-invalid"),
+    ],
+)
+def test_environment_findings(tmp_path: Path, build: Path, environ: dict[str, str], expected: str) -> None:
+    assert ids(diagnose(environ, healthy(tmp_path, build), library_of(build))) == [expected]
+
+
+def test_shm_too_small_with_two_gpus(tmp_path: Path, build: Path) -> None:
+    root = healthy(tmp_path, build, [Gpu(), Gpu(drm_render_minor=129)])
+    (root / "proc").mkdir()
+    (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n")
+    report = diagnose({}, root, library_of(build))
+    assert ids(report) == ["shm-too-small"] and "64 MiB" in report.findings[0].summary
+    (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,size=16g 0 0\n")
+    assert diagnose({}, root, library_of(build)).findings == ()
+
+
+def test_library_without_get_pjrt_api(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, healthy(tmp_path, build), build / "hip" / HIP_RUNTIME)
+    invalid = finding(report, "pjrt-library-invalid")
+    assert "exports no GetPjrtApi" in invalid.summary and not report.ok
+
+
+def write_distribution(site: Path, name: str, version: str, entry_points: str = "", files: str = "") -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    if entry_points:
+        (info / "entry_points.txt").write_text(entry_points)
+    (info / "RECORD").write_text(files)
+
+
+def test_conflicting_and_cuda_plugins(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    write_distribution(site, "jax-rocm60-plugin", "0.6.0", "[jax_plugins]\nxla_rocm60 = jax_plugins.xla_rocm60\n")
+    write_distribution(site, "jax-cuda12-plugin", "0.10.2", "[jax_plugins]\nxla_cuda12 = jax_plugins.xla_cuda12\n")
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert ids(report) == ["conflicting-rocm-plugin", "cuda-plugin-present"]
+    conflict = finding(report, "conflicting-rocm-plugin")
+    assert conflict.fix.startswith("pip uninstall jax-rocm60-plugin")
+    assert any("xla_rocm60" in e for e in conflict.evidence)
+
+
+def test_upstream_pjrt_wheel_is_a_conflict(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    record = "jax_plugins/xla_rocm7/__init__.py,,\njax_plugins/xla_rocm7/xla_rocm_plugin.so,,\n"
+    write_distribution(site, "jax-rocm7-pjrt", "0.10.2", "[jax_plugins]\nxla_rocm7 = jax_plugins.xla_rocm7\n", record)
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert "conflicting-rocm-plugin" in ids(report)
+
+
+def test_jaxlib_version_skew_from_distribution_metadata(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    write_distribution(site, "jaxlib", "0.10.1")
+    monkeypatch.syspath_prepend(str(site))
+    report = diagnose({}, healthy(tmp_path, build), library_of(build))
+    assert ids(report) == ["version-skew-jaxlib"] and "0.10.1" in report.findings[0].summary
+
+
+def test_pip_rocm_without_bitcode(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    (site / "_rocm_sdk_core" / "__init__.py").write_text("")
+    shutil.copy(build / "hip" / HIP_RUNTIME, site / "_rocm_sdk_core" / "lib" / HIP_RUNTIME)
+    write_distribution(site, "rocm-sdk-core", "7.13.0a20260415")
+    monkeypatch.syspath_prepend(str(site))
+    root = make_sysroot(tmp_path / "root")
+    report = diagnose({}, root, library_of(build))
+    assert "device-bitcode-missing" in ids(report)
+    assert "rocm-not-found" not in ids(report)  # ROCm from pip counts as an install
+    assert report.installs[-1].version == "7.13.0a20260415"
+
+
+def test_deep_probe_with_a_runtime_that_sees_a_gpu(tmp_path: Path, build: Path) -> None:
+    report = diagnose({}, healthy(tmp_path, build), library_of(build), deep=True)
+    assert report.ok and ids(report) == []
+    hip = report.hip
+    assert hip["ok"] and hip["hip"]["device_count"]["value"] == 1 and hip["pjrt"]["c_api_version"] == "0.81"
+
+
+def test_deep_probe_that_crashes_is_a_finding(tmp_path: Path, build: Path) -> None:
+    root = make_sysroot(tmp_path / "root")
+    home = add_rocm(root, build)
+    (home / "lib" / HIP_RUNTIME).unlink()
+    shutil.copy(library_of(build), home / "lib" / HIP_RUNTIME)  # an ELF object without hipInit
+    report = diagnose({}, root, None, deep=True)
+    assert "hip-probe-failed" in ids(report)
+
+
+def test_hide_fix_counts_within_rocr_selection(tmp_path: Path, build: Path) -> None:
+    """With ROCR_VISIBLE_DEVICES=1,2 HIP numbers those GPUs 0 and 1: the fix must use HIP's numbers."""
+    gpus = [Gpu(GFX906), Gpu(GFX906, drm_render_minor=129), Gpu(GFX1100, drm_render_minor=130)]
+    report = diagnose({"ROCR_VISIBLE_DEVICES": "1,2"}, healthy(tmp_path, build, gpus), library_of(build))
+    uncovered = finding(report, "gpu-arch-not-in-library")
+    assert uncovered.severity == "warning" and uncovered.fix == "hide it from HIP: HIP_VISIBLE_DEVICES=1"

@@ -1,0 +1,141 @@
+"""Synthetic machine trees in the documented formats (KFD sysfs topology, /dev nodes).
+
+A GPU node's properties follow the amdgpu driver's `key value` lines; CPU nodes
+have simd_count 0. Device nodes are plain files: the probes only stat and
+access() them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.bundles import compressed_bundle, plain_bundle
+from tests.support.native import HIP_RUNTIME
+
+TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
+LIB_DIR = "lib/x86_64-linux-gnu"
+# The base system a C++ shared object links against; a sysroot without them is not a usable machine.
+BASE_LIBRARIES = (
+    "libc.so.6",
+    "libm.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "librt.so.1",
+    "libgcc_s.so.1",
+    "libstdc++.so.6",
+    "ld-linux-x86-64.so.2",
+)
+
+
+def add_base_system(root: Path) -> None:
+    """Link this host's glibc and C++ runtime into the sysroot's library directory."""
+    target = root / LIB_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for name in BASE_LIBRARIES:
+        host = Path("/") / LIB_DIR / name
+        if host.exists() and not (target / name).exists():
+            (target / name).symlink_to(host.resolve())
+
+
+@dataclass(frozen=True)
+class Gpu:
+    gfx_target_version: int = 90402  # gfx942 (MI300X)
+    simd_count: int = 1216
+    drm_render_minor: int | None = 128
+
+
+def properties_text(gpu: Gpu | None) -> str:
+    if gpu is None:
+        return "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\nvendor_id 0\ndrm_render_minor 0\n"
+    lines = [
+        "cpu_cores_count 0",
+        f"simd_count {gpu.simd_count}",
+        "mem_banks_count 1",
+        f"gfx_target_version {gpu.gfx_target_version}",
+        "vendor_id 4098",
+        "device_id 29857",
+        "local_mem_size 205822885888",
+    ]
+    if gpu.drm_render_minor is not None:
+        lines.append(f"drm_render_minor {gpu.drm_render_minor}")
+    return "\n".join(lines) + "\n"
+
+
+def make_sysroot(
+    root: Path,
+    gpus: list[Gpu] | None = None,
+    *,
+    topology: bool = True,
+    amdgpu_module: bool = True,
+    kfd: bool = True,
+    render_nodes: bool = True,
+    dxg: bool = False,
+    base_system: bool = True,
+) -> Path:
+    """A machine with one CPU node and the given GPUs (default: one gfx942)."""
+    gpus = [Gpu()] if gpus is None else gpus
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "dri").mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "shm").mkdir(exist_ok=True)
+    if amdgpu_module:
+        (root / "sys" / "module" / "amdgpu").mkdir(parents=True, exist_ok=True)
+    if topology:
+        nodes = root / TOPOLOGY
+        for index, gpu in enumerate([None, *gpus]):
+            (nodes / str(index)).mkdir(parents=True, exist_ok=True)
+            (nodes / str(index) / "properties").write_text(properties_text(gpu))
+    if kfd:
+        (root / "dev" / "kfd").write_text("")
+    if render_nodes:
+        for gpu in gpus:
+            if gpu.drm_render_minor is not None:
+                (root / "dev" / "dri" / f"renderD{gpu.drm_render_minor}").write_text("")
+    if dxg:
+        (root / "dev" / "dxg").write_text("")
+    if base_system:
+        add_base_system(root)
+    return root
+
+
+# A GPU build tree (see the `build` fixture): fake HIP 7 runtime + PJRT-shaped library.
+LIBRARY_TARGETS = ["gfx90a", "gfx9-4-generic", "gfx1030", "gfx11-generic"]
+
+
+def bundle_for(targets: list[str]) -> bytes:
+    ids = ["host-x86_64-unknown-linux-gnu-", *(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets)]
+    return compressed_bundle(plain_bundle(ids), 3)
+
+
+def library_of(build: Path) -> Path:
+    return build / "lib" / "libpjrt_gpu.so"
+
+
+def add_rocm(
+    root: Path,
+    build: Path,
+    version: str = "7.0.2",
+    *,
+    link: bool = True,
+    soname: str = HIP_RUNTIME,
+    sysdeps: Sequence[Path] = (),
+) -> Path:
+    """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it.
+
+    `sysdeps`: libraries put where ROCm >= 7.14 (TheRock) keeps its private system libraries
+    (librocm_sysdeps_*), lib/rocm_sysdeps/lib.
+    """
+    home = root / "opt" / f"rocm-{version}"
+    (home / ".info").mkdir(parents=True)
+    (home / ".info" / "version").write_text(f"{version}-56\n")
+    (home / "lib").mkdir()
+    shutil.copy(build / "hip" / HIP_RUNTIME, home / "lib" / soname)
+    if sysdeps:
+        (home / "lib" / "rocm_sysdeps" / "lib").mkdir(parents=True)
+        for library in sysdeps:
+            shutil.copy(library, home / "lib" / "rocm_sysdeps" / "lib" / library.name)
+    if link:
+        (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
+    return home
