@@ -85,7 +85,10 @@ def main() -> int:
         root = synthetic_machine(Path(directory) / "root")
         diagnose = (
             "import os\nfrom pathlib import Path\nfrom jax_rocm7_plugin._doctor.diagnose import diagnose\n"
-            "diagnose(dict(os.environ), Path({root!r}), {library})"
+            "from jax_rocm7_plugin._settings import read_settings\n"
+            "library = {library}\n"
+            "environ = {{**os.environ, **({{'JAX_ROCM_PJRT_LIBRARY': str(library)}} if library else {{}})}}\n"
+            "diagnose(read_settings(environ, sysroot=Path({root!r})))"
         )
         here = diagnose.format(root="/", library="None")
         gpu = diagnose.format(root=str(root), library=f"Path({str(library)!r})")

@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 
 PROBE = """
-import sys, time
+import os, sys, time
 from pathlib import Path
-from jax_rocm7_plugin._binary import load_test as library_probe
+from jax_rocm7_plugin._binary import load_test
+from jax_rocm7_plugin._settings import read_settings
 start = time.perf_counter()
-verdict = library_probe.probe(Path(sys.argv[1]), "pjrt")
+settings = read_settings(os.environ)  # the loader reads the environment once, then probes
+verdict = load_test.probe(Path(sys.argv[1]), "pjrt", settings.load_identity, settings.cache_dir)
 print((time.perf_counter() - start) * 1000, verdict.cached, verdict.loaded)
 """
 COMMAND = "import jax; jax.devices()"

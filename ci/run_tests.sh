@@ -30,6 +30,9 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# The declared import direction between the plugin's layers (pyproject.toml [tool.importlinter]);
+# build/ on the path for the build library the contracts name.
+PYTHONPATH=build .venv/bin/lint-imports
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
 # Two workers; each end-to-end cell (a release's wheels and venvs) stays on one (xdist_group).
 .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"

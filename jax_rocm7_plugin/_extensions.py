@@ -38,7 +38,7 @@ def machine_can_use_gpu() -> bool:
     we may open), or WSL's."""
     from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 
-    blocking, _ = first_blocking_finding(Facts(_settings(), lambda: None), through_machine=True)
+    blocking, _ = first_blocking_finding(Facts(_settings()), through_machine=True)
     return blocking is None
 
 

@@ -60,21 +60,13 @@ def rocm_required(platforms: str | None) -> bool:
     return bool(platforms) and rocm_requested(platforms)
 
 
-def _jaxlib_version() -> str | None:
-    try:
-        from jaxlib.version import __version__
-    except ImportError:
-        return None
-    return str(__version__)
-
-
 def plan_registration(settings: Settings, *, apply_environment: bool = False, load: bool = True) -> Plan | Finding:
     """The checks (in the pipeline's order) up to the first blocking finding, then jaxlib's client options.
 
     `apply_environment`: point HIP at a pip ROCm in os.environ (only the real registration does);
     `load`: False plans without the child-process load (what it would learn stays unknown).
     """
-    facts = Facts(settings, _jaxlib_version)
+    facts = Facts(settings)
     blocking, warnings = first_blocking_finding(facts, load=load)
     if blocking is not None:
         return blocking

@@ -12,7 +12,7 @@ doctor's first error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,6 @@ class Facts:
     """
 
     settings: Settings
-    jaxlib_version: Callable[[], str | None]  # the loader asks jaxlib; the doctor asks package metadata
     machine: MachineState | None = None
     machine_answered: bool = False  # False: the probe ran past its deadline (machine is then empty)
     library: LibraryChoice | None = None
@@ -111,7 +110,9 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
         facts.library = choice
 
     # 5. Versions: this plugin, jaxlib, the library's wheel.
-    facts.jaxlib = facts.jaxlib_version()
+    from jax_rocm7_plugin._machine.packages import jaxlib_version
+
+    facts.jaxlib = jaxlib_version()
     pjrt_version = facts.library.pjrt_version if facts.library is not None else None
     yield from versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
 

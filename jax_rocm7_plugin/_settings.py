@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 
 SYSROOT = "JAX_ROCM_SYSROOT"
 PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"
@@ -141,7 +142,7 @@ def _cache_dir(environ: Mapping[str, str]) -> Path | None:
         if not home.startswith("/"):
             return None
         base = os.path.join(home, ".cache")
-    return Path(base) / "jax-rocm7-plugin" / "load-verdicts"
+    return Path(base) / PLUGIN_DISTRIBUTION / "load-verdicts"
 
 
 def platforms_findings(settings: Settings) -> list[Finding]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from jax_rocm7_build._checkout import REPO
+from jax_rocm7_plugin._names import LIBRARY_FILE
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.releases import Release
@@ -138,7 +139,7 @@ def split_outputs(lines: Sequence[str], repo: Path = REPO) -> tuple[Path | None,
         if not line.strip() or path.suffix != ".so":
             continue
         path = path if path.is_absolute() else repo / path
-        if path.name == "xla_rocm_plugin.so":
+        if path.name == LIBRARY_FILE:
             library = path
         else:
             extensions.append(path)

@@ -27,6 +27,8 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+
 PYPI_JSON = os.environ.get("JAX_ROCM_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _ROCM_SUMMARY = re.compile(r"ROCm:(\d+\.\d+(?:\.\d+)?)")
 
@@ -121,8 +123,8 @@ def xla_pin_from_jax(jax_source: Path, commit: str) -> dict[str, str | None]:
 
 
 def release_row(release: str, previous: dict[str, Any] | None, jax_source: Path | None, cache: Path) -> dict[str, Any]:
-    pjrt_files = pypi_releases("jax-rocm7-pjrt")
-    plugin_files = pypi_releases("jax-rocm7-plugin")
+    pjrt_files = pypi_releases(PJRT_DISTRIBUTION)
+    plugin_files = pypi_releases(PLUGIN_DISTRIBUTION)
     jax_files = pypi_releases("jax")
     pjrt_versions = of_release(pjrt_files, release)
     if not pjrt_versions:

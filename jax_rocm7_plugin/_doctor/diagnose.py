@@ -26,7 +26,7 @@ from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 def diagnose(settings: Settings, *, deep: bool = False) -> Report:
     from jax_rocm7_plugin._machine import packages
 
-    facts = Facts(settings, lambda: installed_version("jaxlib"))
+    facts = Facts(settings)
     found = list(checks(facts, thorough=True))
     if settings.sysroot_finding is not None:
         # Nothing under that root can be read: the variable is the finding.

@@ -23,9 +23,10 @@ from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 
-OUR_DISTRIBUTIONS = frozenset({"jax-rocm7-plugin", "jax-rocm7-pjrt"})
-OUR_PLUGIN_MODULE = "rocm7"  # jax_plugins.rocm7
+OUR_DISTRIBUTIONS = frozenset({PLUGIN_DISTRIBUTION, PJRT_DISTRIBUTION})
+OUR_PLUGIN_MODULE = ENTRY_POINT_NAME  # jax_plugins.rocm7
 _ROCM_DISTRIBUTION = re.compile(r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm")
 _CUDA_DISTRIBUTION = re.compile(r"jax-cuda\d+-(plugin|pjrt)")
 _METADATA_DIR = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?\.(?:dist|egg)-info")
@@ -89,6 +90,14 @@ def installed_version(distribution: str) -> str | None:
     return found.version if found is not None else None
 
 
+def jaxlib_version() -> str | None:
+    """The jaxlib of this process: the one imported (inside `import jax`, at no cost), else the installed
+    distribution's (the doctor imports no jax). Loader and doctor both ask this."""
+    imported = sys.modules.get("jaxlib.version")
+    version = getattr(imported, "__version__", None)
+    return str(version) if version is not None else installed_version("jaxlib")
+
+
 def jax_plugin_entry_points(text: str) -> list[tuple[str, str]]:
     """(name, value) of the `jax_plugins` group in an entry_points.txt; a malformed file has none."""
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
@@ -124,7 +133,7 @@ def inventory() -> PluginInventory:
     for dist in distributions.values():
         entry_points.extend((name, value, dist.name) for name, value in _entry_points(dist.path))
     upstream_files: list[str] = []
-    pjrt = distributions.get("jax-rocm7-pjrt")
+    pjrt = distributions.get(PJRT_DISTRIBUTION)
     if pjrt is not None:
         upstream_files = [f for f in _record_files(pjrt.path) if f.startswith("jax_plugins/")]
     spec = importlib.util.find_spec("jax_plugins")
@@ -155,7 +164,7 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
             "the installed jax-rocm7-pjrt is another build (it ships "
             f"{found.upstream_pjrt_files[0]} and registers its own loader)"
         )
-        to_remove.append("jax-rocm7-pjrt")
+        to_remove.append(PJRT_DISTRIBUTION)
     rocm_modules = [m for m in found.namespace_modules if "rocm" in m.lower() and m != OUR_PLUGIN_MODULE]
     conflicts.extend(f"module jax_plugins.{m} would also register a 'rocm' backend" for m in rocm_modules)
     rocm_entries = [
@@ -165,8 +174,8 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
     if conflicts:
         uninstall = " ".join(dict.fromkeys(to_remove)) or "the package that provides it"
         fix = f"pip uninstall {uninstall}"
-        if "jax-rocm7-pjrt" in to_remove:
-            fix += ', then pip install "jax-rocm7-pjrt" from the same place as jax-rocm7-plugin'
+        if PJRT_DISTRIBUTION in to_remove:
+            fix += f', then pip install "{PJRT_DISTRIBUTION}" from the same place as {PLUGIN_DISTRIBUTION}'
         results.append(
             catalog.conflicting_rocm_plugin(
                 "another ROCm plugin for jax is installed; two loaders race to register 'rocm'",

@@ -48,7 +48,7 @@ def modules_envs(
             common = ("--release", combo.release, "--python-version", combo.python)
             (plugin,) = build(out, None, *common, "--only", "plugin", "--extension-modules", "released")
             python = combo_venv(combo, out / "env", plugin, standin_wheels(combo.release, combo.python)["pjrt"])
-            where = run_python(python, "import jax_rocm7_plugin._extensions as e; print(e.native_dir())")
+            where = run_python(python, "import jax_rocm7_plugin._machine.native_modules as m; print(m.native_dir())")
             native = Path(where.stdout.strip())
             stubs = make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter_for(combo))
             made[combo] = ModulesEnv(python, stubs, native, combo)
@@ -143,7 +143,7 @@ def test_on_a_machine_without_a_gpu_the_modules_are_not_even_opened(env: Modules
 @pytest.fixture
 def published_library(env: ModulesEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The release's published xla_rocm_plugin.so, taken from the wheel `released` builds use (cached)."""
-    from jax_rocm7_build.build import CACHE_DIR
+    from jax_rocm7_build._checkout import CACHE_DIR
 
     row = releases.get(env.combo.release)
     assert row is not None

@@ -47,7 +47,7 @@ def test_loader_agrees_with_the_metadata_pins(plugin: str, pjrt: str, jaxlib: st
 
 def test_the_metadata_pin_is_the_one_the_wheel_declares() -> None:
     setup = (REPO / "setup_plugin.py").read_text()
-    assert "f\"jax-rocm7-pjrt=={BUILD['release']}.*\"" in setup
+    assert "f\"{PJRT_DISTRIBUTION}=={BUILD['release']}.*\"" in setup
     assert versions.pin_for("0.10.2.post7") == "==0.10.2.*"
 
 

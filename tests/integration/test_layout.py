@@ -1,0 +1,90 @@
+"""The layout keeps its promises: private internals, stated import rules, build-only code out of the
+runtime, the names of things and the finding ids in one place each, and PyPA's `python -m build`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from jax_rocm7_plugin._findings import FINDING_IDS
+from tests.support.environment import REPO
+
+PLUGIN = REPO / "jax_rocm7_plugin"
+SUB_PACKAGES = ("_binary", "_policy", "_machine", "_doctor")
+# The contract with jax and jaxlib (and the documented tools): what stays public.
+PUBLIC_MODULES = {"__init__.py", "__main__.py", "version.py", "pytest_gpu_isolation.py"}
+
+
+def test_internal_modules_are_private() -> None:
+    top = {p.name for p in PLUGIN.iterdir() if p.suffix == ".py"}
+    assert {name for name in top if not name.startswith("_")} | {"__init__.py", "__main__.py"} == PUBLIC_MODULES
+    packages = {p.name for p in PLUGIN.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(SUB_PACKAGES)
+
+
+@pytest.mark.parametrize("package", SUB_PACKAGES)
+def test_each_sub_package_says_what_lives_there_and_what_it_may_import(package: str) -> None:
+    docstring = ast.get_docstring(ast.parse((PLUGIN / package / "__init__.py").read_text()))
+    assert docstring is not None and len(docstring.splitlines()) == 2
+    assert "import" in docstring.splitlines()[1]
+
+
+def test_the_import_layers_are_declared_for_every_sub_package() -> None:
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "layers")["layers"]
+    named = {part.strip() for layer in layers for part in layer.split("|")}
+    private = {f"jax_rocm7_plugin.{p.stem}" for p in PLUGIN.glob("_*.py") if p.name != "__init__.py"}
+    assert {f"jax_rocm7_plugin.{p}" for p in SUB_PACKAGES} | private | {"jax_rocm7_plugin.version"} <= named
+
+
+def test_no_source_edits_sys_path() -> None:
+    sources = [*PLUGIN.rglob("*.py"), *(REPO / "build").rglob("*.py"), *REPO.glob("setup_*.py")]
+    edits = [str(p.relative_to(REPO)) for p in sources if re.search(r"sys\.path\.(insert|append)", p.read_text())]
+    assert edits == []
+
+
+def test_python_m_build_at_the_root_is_pypas_build() -> None:
+    """build/ holds no __init__.py, so it cannot shadow PyPA's `build` from the repository root."""
+    assert not (REPO / "build" / "__init__.py").exists()
+    done = subprocess.run([sys.executable, "-m", "build", "--version"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("build ") and "site-packages" in done.stdout
+
+
+def test_readme_lists_exactly_the_finding_ids() -> None:
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme.split("Finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]
+    assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(FINDING_IDS)
+
+
+def test_names_of_things_are_stated_once() -> None:
+    """The library file, the HIP soname, the wheel names: in _names.py, not spelled again in code."""
+    spelled = ('"xla_rocm_plugin.so"', '"libamdhip64.so.7"', '"jax-rocm7-pjrt"', '"jax-rocm7-plugin"')
+    sources = [*PLUGIN.rglob("*.py"), *(REPO / "build").rglob("*.py"), *REPO.glob("setup_*.py")]
+    again = [
+        f"{p.relative_to(REPO)}: {name}"
+        for p in sources
+        if p.name != "_names.py"
+        for name in spelled
+        if name in p.read_text()
+    ]
+    assert again == []
+
+
+def test_the_plugin_wheel_needs_no_build_only_package(standin_wheels) -> None:  # type: ignore[no-untyped-def]
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    wheel = standin_wheels(JAX_RELEASE, f"{sys.version_info.major}.{sys.version_info.minor}")["plugin"]
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")]
+        members = archive.namelist()
+    assert requires and not any("pyelftools" in line for line in requires)
+    assert not any("elf_facts" in m or "jax_rocm7_build" in m for m in members)

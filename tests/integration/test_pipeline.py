@@ -1,0 +1,163 @@
+"""One pipeline for loader and doctor: for every finding id, the loader's blocking finding is the
+doctor's first error, on a synthetic machine (a sysroot) made to produce exactly that id."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._findings import FINDING_IDS, Finding
+from tests.support.inprocess import doctor, loader_plan
+from tests.support.native import (
+    HIP_RUNTIME,
+    compile_shared,
+    fake_hip_runtime,
+    fake_pjrt_library,
+    library_needing_missing_dependency,
+)
+from tests.support.sysroots import Gpu, add_rocm, library_of, make_sysroot
+
+GFX906 = 90006
+
+
+class Case:
+    """A machine, variables and a library that make the checks end in one finding id."""
+
+    def __init__(self, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tmp_path, self.build, self.monkeypatch = tmp_path, build, monkeypatch
+        self.root = tmp_path / "root"
+        self.environ: dict[str, str] = {}
+        self.library: Path | None = library_of(build)
+
+    def gpu_machine(self, gpus: list[Gpu] | None = None, **options: bool) -> Case:
+        make_sysroot(self.root, gpus, **options)
+        add_rocm(self.root, self.build)
+        return self
+
+
+def _no_driver(case: Case) -> None:
+    case.root.mkdir()
+
+
+def _slow_probe(case: Case) -> None:
+    case.gpu_machine()
+    release = threading.Event()
+
+    def hung(root: Path) -> None:
+        release.wait(5)  # a wedged sysfs read, standing in for a hung driver
+
+    case.monkeypatch.setattr("jax_rocm7_plugin._safe_io.DEADLINE_SECONDS", 0.2)
+    case.monkeypatch.setattr("jax_rocm7_plugin._machine.devices.probe_machine", hung)
+
+
+def _fake_pjrt_wheel(case: Case, version: str) -> None:
+    """A jax_rocm7_pjrt locator package (test fixture) whose build_info says `version`."""
+    package = case.tmp_path / "site" / "jax_rocm7_pjrt"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        f"def library_path():\n    return {str(library_of(case.build))!r}\n"
+        f"def build_info():\n    return {{'version': {version!r}}}\n"
+    )
+    case.monkeypatch.syspath_prepend(str(package.parent))
+    case.library = None
+
+
+def _crashing_library(case: Case) -> None:
+    case.gpu_machine()
+    source = "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n"
+    source += "void* GetPjrtApi(void) { return 0; }\n"
+    case.library = compile_shared(case.tmp_path / "lib", "dies", source)
+
+
+def _rocm6(case: Case) -> None:
+    make_sysroot(case.root)
+    hip6 = fake_hip_runtime(case.tmp_path / "hip6", devices=1, name="libamdhip64.so.6")
+    (case.root / "opt" / "rocm" / "lib").mkdir(parents=True)
+    (case.root / "opt" / "rocm" / "lib" / hip6.name).write_bytes(hip6.read_bytes())
+
+
+# Each blocking id: how to make a machine where it is the first error.
+SCENARIOS: dict[str, Callable[[Case], object]] = {
+    "amdgpu-driver-missing": _no_driver,
+    "no-gpu-nodes": lambda c: c.gpu_machine([]),
+    "kfd-device-missing": lambda c: c.gpu_machine(kfd=False),
+    "render-node-missing": lambda c: c.gpu_machine(render_nodes=False),
+    "machine-probe-timeout": _slow_probe,
+    "environment-variable-invalid": lambda c: (
+        c.gpu_machine(),
+        c.environ.update(JAX_ROCM_PJRT_LIBRARY="relative/lib.so"),
+        setattr(c, "library", None),
+    ),
+    "jax-platforms-excludes-rocm": lambda c: (c.gpu_machine(), c.environ.update(JAX_PLATFORMS="cpu")),
+    "visible-devices-hide-all": lambda c: (c.gpu_machine(), c.environ.update(ROCR_VISIBLE_DEVICES="5")),
+    "pjrt-wheel-missing": lambda c: (c.gpu_machine(), setattr(c, "library", None)),
+    "pjrt-library-invalid": lambda c: (c.gpu_machine(), setattr(c, "library", c.build / "hip" / HIP_RUNTIME)),
+    "jaxlib-missing": lambda c: (
+        c.gpu_machine(),
+        c.monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: None),
+    ),
+    "version-skew-jaxlib": lambda c: (
+        c.gpu_machine(),
+        c.monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: "0.9.0"),
+    ),
+    "version-skew-pjrt": lambda c: (c.gpu_machine(), _fake_pjrt_wheel(c, "0.9.0")),
+    "xla-client-env-invalid": lambda c: (c.gpu_machine(), c.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="FALSE")),
+    "gpu-arch-not-in-library": lambda c: c.gpu_machine([Gpu(GFX906)]),
+    "rocm-not-found": lambda c: make_sysroot(c.root),
+    "rocm-major-mismatch": _rocm6,
+    "library-dependency-missing": lambda c: (
+        c.gpu_machine(),
+        setattr(c, "library", library_needing_missing_dependency(c.tmp_path / "lib")),
+    ),
+    "pjrt-library-crashed": _crashing_library,
+    "pjrt-c-api-mismatch": lambda c: (c.gpu_machine(), setattr(c, "library", fake_pjrt_library(c.tmp_path, 1, 0))),
+}
+
+# Ids that are not the loader's to give, each with why.
+NOT_FROM_THE_LOADER_CHECKS = {
+    "conflicting-rocm-plugin": "doctor only: other plugins are listed after the checks (the loader leaves a 'rocm' "
+    "another plugin registered alone)",
+    "hip-no-device": "doctor --deep only: the HIP runtime is started in a child",
+    "hip-probe-failed": "doctor --deep only",
+    "loader-internal-error": "raised by an unforeseen exception, not by a check",
+    "doctor-internal-error": "raised by an unforeseen exception, not by a check",
+    # Same step and constructor as render-node-missing and kfd-device-missing; they need a user who
+    # cannot open files (tests run as root here): tests/integration/test_machine.py forks as nobody.
+    "kfd-permission-denied": "needs an unprivileged user (test_machine.py)",
+    "render-node-permission-denied": "needs an unprivileged user (test_machine.py)",
+}
+# Ids that never block: the loader prints them (on success) as warnings; they are no first error.
+NEVER_BLOCKING = {
+    "wsl-detected",
+    "hsa-override-gfx-version",
+    "rocm-path-mismatch",
+    "cuda-plugin-present",
+    "cuda-visible-devices-set",
+    "shm-too-small",
+    "device-bitcode-missing",
+    "custom-calls-unavailable",
+    "extension-module-unavailable",
+}
+
+
+def test_every_id_is_classified() -> None:
+    classified = [*SCENARIOS, *NOT_FROM_THE_LOADER_CHECKS, *NEVER_BLOCKING]
+    assert sorted(classified) == sorted(FINDING_IDS)
+
+
+@pytest.mark.parametrize("finding_id", sorted(SCENARIOS))
+def test_the_loaders_warning_is_the_doctors_first_error(
+    finding_id: str, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = Case(tmp_path, build, monkeypatch)
+    SCENARIOS[finding_id](case)
+    outcome = loader_plan(case.environ, case.root, case.library)
+    report = doctor(case.environ, case.root, case.library)
+    first_error = next((f for f in report.findings if f.blocks_rocm), None)
+    assert isinstance(outcome, Finding), outcome
+    assert outcome.id == finding_id, outcome
+    assert first_error is not None
+    assert (outcome.id, outcome.summary, outcome.fix) == (first_error.id, first_error.summary, first_error.fix)
