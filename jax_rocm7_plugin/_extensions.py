@@ -17,7 +17,6 @@ import sys
 from functools import cache
 from types import ModuleType
 
-from jax_rocm7_plugin._machine.native_modules import lost, native_path
 from jax_rocm7_plugin._settings import Settings, read_settings
 
 logger = logging.getLogger("jax_rocm7_plugin")
@@ -76,6 +75,7 @@ def load_native(name: str) -> ModuleType:
     import importlib.util
 
     from jax_rocm7_plugin._binary import load_test
+    from jax_rocm7_plugin._machine.native_modules import lost, native_path
 
     path = native_path(module)
     settings = _settings()

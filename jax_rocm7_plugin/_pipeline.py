@@ -13,7 +13,6 @@ doctor's first error.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._findings import Finding
@@ -28,24 +27,39 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.runtime import RuntimeState
 
 
-@dataclass
 class Facts:
     """What the checks learned, for the loader's registration and the doctor's report.
 
     Filled in step by step; a field stays None when its step did not run or found nothing.
+    (A plain class: a dataclass costs ~0.7 ms to create, inside every `import jax`.)
     """
 
-    settings: Settings
-    machine: MachineState | None = None
-    machine_answered: bool = False  # False: the probe ran past its deadline (machine is then empty)
-    library: LibraryChoice | None = None
-    jaxlib: str | None = None
-    library_targets: list[str] | None = None
-    runtime: RuntimeState | None = None
-    verdict: Verdict | None = None
-    c_api: CApiVersion | None = None
-    pip_rocm: PipRocm | None = None
-    findings: list[Finding] = field(default_factory=list)  # every finding yielded so far, in order
+    __slots__ = (
+        "c_api",
+        "findings",
+        "jaxlib",
+        "library",
+        "library_targets",
+        "machine",
+        "machine_answered",
+        "pip_rocm",
+        "runtime",
+        "settings",
+        "verdict",
+    )
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.machine: MachineState | None = None
+        self.machine_answered = False  # False: the probe ran past its deadline (machine is then empty)
+        self.library: LibraryChoice | None = None
+        self.jaxlib: str | None = None
+        self.library_targets: list[str] | None = None
+        self.runtime: RuntimeState | None = None
+        self.verdict: Verdict | None = None
+        self.c_api: CApiVersion | None = None
+        self.pip_rocm: PipRocm | None = None
+        self.findings: list[Finding] = []  # every finding yielded so far, in order
 
 
 def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load: bool = True) -> Iterator[Finding]:

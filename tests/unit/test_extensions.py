@@ -30,7 +30,7 @@ PyMODINIT_FUNC PyInit__solver(void) {
 def native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "_native"
     directory.mkdir()
-    monkeypatch.setattr(extensions, "native_path", lambda module: directory / f"{module}.so")
+    monkeypatch.setattr("jax_rocm7_plugin._machine.native_modules.native_path", lambda m: directory / f"{m}.so")
     monkeypatch.setattr(extensions, "machine_can_use_gpu", lambda: True)
     monkeypatch.setattr(extensions, "_jaxlib_version", lambda: None)
     monkeypatch.setattr(extensions, "_reported", set())
