@@ -15,7 +15,8 @@ import functools
 import importlib
 import logging
 import os
-from typing import Any, NamedTuple
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # Only what a machine without an AMD GPU needs is imported up front: this module is
 # imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
@@ -27,6 +28,9 @@ from jax_rocm7_plugin._names import BACKEND, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 from jax_rocm7_plugin._settings import Settings, read_settings
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.rocm_pip import PipRocm
 
 logger = logging.getLogger("jax_rocm7_plugin")
 
@@ -108,7 +112,7 @@ def rocm_client_options(settings: Settings) -> dict[str, Any] | Finding:
     return options
 
 
-def point_at_pip_rocm(pip_rocm: Any, environ: Any) -> list[str]:
+def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> list[str]:
     """Set the variables HIP and XLA read to find bitcode and ld.lld, never overriding the user's; say what was set."""
     changed: list[str] = []
 
@@ -133,25 +137,29 @@ def initialize() -> None:
     try:
         _initialize()
     except Exception as error:  # noqa: BLE001 - jax would print a traceback; one line is kinder
-        _report_unavailable(catalog.loader_internal_error(PLUGIN_VERSION, error), _platforms_setting())
+        platforms = _jax_platforms()
+        if platforms is None:  # the settings may be what failed: the variable itself, as jax reads it
+            platforms = os.environ.get("JAX_PLATFORMS")
+        _report_unavailable(catalog.loader_internal_error(PLUGIN_VERSION, error), platforms or None)
 
 
-def _platforms_setting() -> str | None:
+def _jax_platforms() -> str | None:
+    """jax's jax_platforms setting (jax reads JAX_PLATFORMS into it); None where jax's internals moved."""
     try:
         from jax._src import config
 
-        value = config.jax_platforms.value
-    except Exception:  # noqa: BLE001 - jax internals moved: fall back to the variable
-        value = os.environ.get("JAX_PLATFORMS")
-    return value or None
+        return str(config.jax_platforms.value or "")
+    except Exception:  # noqa: BLE001 - jax internals moved: the settings read the variable instead
+        return None
 
 
 def _initialize() -> None:
-    platforms = _platforms_setting()
+    settings = read_settings(os.environ, platforms=_jax_platforms())  # the one read of the environment
+    platforms = settings.platforms or None
     if not rocm_requested(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
         return
-    outcome = plan_registration(read_settings(os.environ, platforms=platforms or ""), apply_environment=True)
+    outcome = plan_registration(settings, apply_environment=True)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms)
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +28,17 @@ PyMODINIT_FUNC PyInit__solver(void) {
 
 
 @pytest.fixture
-def native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory = tmp_path / "_native"
     directory.mkdir()
     monkeypatch.setattr("jax_rocm7_plugin._machine.native_modules.native_path", lambda m: directory / f"{m}.so")
     monkeypatch.setattr(extensions, "machine_can_use_gpu", lambda: True)
     monkeypatch.setattr(extensions, "_jaxlib_version", lambda: None)
     monkeypatch.setattr(extensions, "_reported", set())
-    monkeypatch.delitem(sys.modules, "jax_rocm7_plugin._solver", raising=False)
-    return directory
+    sys.modules.pop("jax_rocm7_plugin._solver", None)
+    yield directory
+    # The test fixture module must not outlive the test: jaxlib imports this name when jax is imported.
+    sys.modules.pop("jax_rocm7_plugin._solver", None)
 
 
 def test_the_real_module_is_loaded_under_the_public_name(native: Path) -> None:
