@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+
+from jax_rocm7_build import arguments
 
 NAME = "release-row"
 HELP = "print the releases.json row of a published release"
 
 
-def _directory(text: str) -> Path:
-    path = Path(text).resolve()
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: not a directory")
-    return path
-
-
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     row = commands.add_parser(NAME, help=HELP, description=__doc__)
     row.add_argument("release", metavar="X.Y.Z")
-    row.add_argument("--jax-source", type=_directory, metavar="DIR", help="a jax-ml/jax checkout: read XLA's pin")
+    row.add_argument(
+        "--jax-source", type=arguments.directory, metavar="DIR", help="a jax-ml/jax checkout: read XLA's pin"
+    )
     row.add_argument("--write", action="store_true", help="add (or replace) the row in releases.json")
 
 

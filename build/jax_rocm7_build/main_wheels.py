@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jax_rocm7_build import arguments
 from jax_rocm7_build._checkout import REPO
 
 if TYPE_CHECKING:
@@ -24,33 +25,6 @@ if TYPE_CHECKING:
 
 NAME = "wheels"
 HELP = "build jax-rocm7-pjrt and jax-rocm7-plugin wheels"
-
-
-def _targets(text: str) -> tuple[str, ...]:
-    from jax_rocm7_build import bazel
-
-    try:
-        return bazel.parse_targets(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _python_version(text: str) -> str:
-    if text == "all":
-        return text
-    from jax_rocm7_build import bazel
-
-    try:
-        return bazel.check_python_version(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _directory(text: str) -> Path:
-    path = Path(text).resolve()
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: not a directory")
-    return path
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -71,14 +45,14 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
     )
     wheels.add_argument(
         "--amdgpu-targets",
-        type=_targets,
+        type=arguments.amdgpu_targets,
         default=DEFAULT_AMDGPU_TARGETS,
         metavar="gfxA,gfxB",
         help="GPU targets the Bazel build compiles for (default: " + ",".join(DEFAULT_AMDGPU_TARGETS) + ")",
     )
     wheels.add_argument(
         "--python-version",
-        type=_python_version,
+        type=arguments.python_version,
         help="CPython the wheels serve: picks the default release and the extension modules' ABI "
         "(default: this interpreter's); 'all': one plugin wheel per CPython of the release",
     )
@@ -89,8 +63,8 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
         "(from the published jax-rocm7-plugin wheel for the target CPython), or 'none' (default: released "
         "with --pjrt-library released, Bazel's with bazel, none with a library PATH)",
     )
-    wheels.add_argument("--xla-source", type=_directory, metavar="DIR", help="build XLA from this checkout")
-    wheels.add_argument("--jax-source", type=_directory, metavar="DIR", help="build JAX from this checkout")
+    wheels.add_argument("--xla-source", type=arguments.directory, metavar="DIR", help="build XLA from this checkout")
+    wheels.add_argument("--jax-source", type=arguments.directory, metavar="DIR", help="build JAX from this checkout")
     wheels.add_argument("--rocm-clang", action="store_true", help="compile host code with ROCm's clang")
     wheels.add_argument("--output-dir", default=str(REPO / "dist"), help="where wheels go (default: dist/)")
     wheels.add_argument("--post", type=int, metavar="N", help="version the wheels X.Y.Z.postN")
