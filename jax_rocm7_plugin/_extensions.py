@@ -41,14 +41,6 @@ def machine_can_use_gpu() -> bool:
     return blocking is None
 
 
-def _jaxlib_version() -> str | None:
-    try:
-        from jaxlib.version import __version__
-    except ImportError:
-        return None
-    return str(__version__)
-
-
 def _report_once(module: str, sentence: str) -> None:
     if module not in _reported:
         _reported.add(module)
@@ -65,10 +57,11 @@ def load_native(name: str) -> ModuleType:
     module = name.rpartition(".")[2]
     if not machine_can_use_gpu():
         raise ImportError(f"{name}: no usable AMD GPU on this machine, so the ROCm extension is not loaded")
+    from jax_rocm7_plugin._machine import packages
     from jax_rocm7_plugin._policy import versions
     from jax_rocm7_plugin.version import JAX_RELEASE
 
-    jaxlib = _jaxlib_version()
+    jaxlib = packages.jaxlib_version()  # the loader's source: jaxlib imports us after jaxlib.version
     if jaxlib is not None and versions.check_jaxlib(JAX_RELEASE, jaxlib) is not None:  # the loader's rule
         raise ImportError(f"{name} was built for jaxlib {JAX_RELEASE}, but jaxlib {jaxlib} is installed")
     import importlib.machinery

@@ -12,13 +12,15 @@ doctor's first error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._settings import Settings, platforms_findings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from jax_rocm7_plugin._binary.load_test import Verdict
     from jax_rocm7_plugin._binary.pjrt_api import CApiVersion
     from jax_rocm7_plugin._machine.devices import MachineState
@@ -36,12 +38,10 @@ class Facts:
 
     __slots__ = (
         "c_api",
-        "findings",
         "jaxlib",
         "library",
         "library_targets",
         "machine",
-        "machine_answered",
         "pip_rocm",
         "runtime",
         "settings",
@@ -50,8 +50,7 @@ class Facts:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.machine: MachineState | None = None
-        self.machine_answered = False  # False: the probe ran past its deadline (machine is then empty)
+        self.machine: MachineState | None = None  # empty (unknown_state) when the probe ran past its deadline
         self.library: LibraryChoice | None = None
         self.jaxlib: str | None = None
         self.library_targets: list[str] | None = None
@@ -59,15 +58,6 @@ class Facts:
         self.verdict: Verdict | None = None
         self.c_api: CApiVersion | None = None
         self.pip_rocm: PipRocm | None = None
-        self.findings: list[Finding] = []  # every finding yielded so far, in order
-
-
-def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load: bool = True) -> Iterator[Finding]:
-    """Every finding, in the order of cost. `through_machine`: stop after the machine probe; `load`:
-    False leaves out the child-process load and what needs it (the C API), for a plan made without it."""
-    for finding in _steps(facts, thorough=thorough, through_machine=through_machine, load=load):
-        facts.findings.append(finding)
-        yield finding
 
 
 def first_blocking_finding(
@@ -82,7 +72,9 @@ def first_blocking_finding(
     return None, warnings
 
 
-def _steps(facts: Facts, *, thorough: bool, through_machine: bool, load: bool) -> Iterator[Finding]:
+def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load: bool = True) -> Iterator[Finding]:
+    """Every finding, in the order of cost. `through_machine`: stop after the machine probe; `load`:
+    False leaves out the child-process load and what needs it (the C API), for a plan made without it."""
     settings = facts.settings
     # 1. The plugin's own variables, before anything reads through them.
     yield from settings.path_findings
@@ -98,7 +90,7 @@ def _steps(facts: Facts, *, thorough: bool, through_machine: bool, load: bool) -
         facts.machine = unknown_state(settings.sysroot)
         yield probed
     else:
-        facts.machine, facts.machine_answered = probed, True
+        facts.machine = probed
         yield from machine_findings(probed)
     if through_machine:
         return
@@ -143,7 +135,7 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
     from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
 
-    facts.pip_rocm = pip_rocm_used(settings.rocm_path, settings.ld_library_path) if facts.library else None
+    facts.pip_rocm = pip_rocm_used(settings.rocm_path, settings.ld_library_path)
     if facts.pip_rocm is not None:
         yield from bitcode_findings(facts.pip_rocm)
 
@@ -202,7 +194,7 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
         )
 
 
-def _runtime_state(facts: Facts, modules: list) -> RuntimeState:  # type: ignore[type-arg]
+def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
     from jax_rocm7_plugin._machine.runtime import runtime_state
 
     library, settings = facts.library, facts.settings

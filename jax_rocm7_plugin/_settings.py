@@ -36,7 +36,7 @@ XLA_CLIENT_VARIABLES = (
     "XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT",
 )
 # What changes the outcome of loading a shared object besides the file itself (load verdict cache key).
-LOAD_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "ROCM_PATH", "HIP_PATH", HSA_OVERRIDE, "HIP_PLATFORM")
+LOAD_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", ROCM_PATH, "HIP_PATH", HSA_OVERRIDE, "HIP_PLATFORM")
 ALLOCATORS = ("default", "platform", "bfc", "cuda_async", "vmm")
 _BOOLEAN_WORDS = ("true", "True", "1", "false", "False", "0")
 # jax's platform aliases (xla_bridge._platform_aliases): "gpu" means any of these.
@@ -70,9 +70,6 @@ class Settings(NamedTuple):
     path_findings: tuple[Finding, ...] = ()  # the plugin's path variables that cannot be used
     xla_client_findings: tuple[Finding, ...] = ()
     sysroot_finding: Finding | None = None  # JAX_ROCM_SYSROOT names no directory: nothing can be read
-
-    def xla_client_value(self, name: str) -> str | None:
-        return dict(self.xla_client).get(name)
 
 
 def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, platforms: str | None = None) -> Settings:

@@ -23,10 +23,9 @@ from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._names import ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import ENTRY_POINT_MODULE, ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 
 OUR_DISTRIBUTIONS = frozenset({PLUGIN_DISTRIBUTION, PJRT_DISTRIBUTION})
-OUR_PLUGIN_MODULE = ENTRY_POINT_NAME  # jax_plugins.rocm7
 _ROCM_DISTRIBUTION = re.compile(r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm")
 _CUDA_DISTRIBUTION = re.compile(r"jax-cuda\d+-(plugin|pjrt)")
 _METADATA_DIR = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?\.(?:dist|egg)-info")
@@ -165,11 +164,9 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
             f"{found.upstream_pjrt_files[0]} and registers its own loader)"
         )
         to_remove.append(PJRT_DISTRIBUTION)
-    rocm_modules = [m for m in found.namespace_modules if "rocm" in m.lower() and m != OUR_PLUGIN_MODULE]
+    rocm_modules = [m for m in found.namespace_modules if "rocm" in m.lower() and m != ENTRY_POINT_NAME]
     conflicts.extend(f"module jax_plugins.{m} would also register a 'rocm' backend" for m in rocm_modules)
-    rocm_entries = [
-        e for e in found.entry_points if "rocm" in (e[0] + e[1]).lower() and e[1] != f"jax_plugins.{OUR_PLUGIN_MODULE}"
-    ]
+    rocm_entries = [e for e in found.entry_points if "rocm" in (e[0] + e[1]).lower() and e[1] != ENTRY_POINT_MODULE]
     conflicts.extend(f"entry point jax_plugins:{n} = {v} (from {d})" for n, v, d in rocm_entries)
     if conflicts:
         uninstall = " ".join(dict.fromkeys(to_remove)) or "the package that provides it"

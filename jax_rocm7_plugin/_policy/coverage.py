@@ -13,8 +13,9 @@ from typing import NamedTuple
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._policy.gfx_targets import covering_target, describe, override_suggestion, override_target
+from jax_rocm7_plugin._settings import HSA_OVERRIDE
 
-OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
+OVERRIDE_VARIABLE = HSA_OVERRIDE  # HSA_OVERRIDE_GFX_VERSION, as the settings read it
 
 
 class GpuCoverage(NamedTuple):

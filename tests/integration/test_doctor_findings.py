@@ -203,7 +203,11 @@ def test_jaxlib_version_skew_from_distribution_metadata(
     assert ids(report) == ["version-skew-jaxlib"] and "0.10.1" in report.findings[0].summary
 
 
-def test_pip_rocm_without_bitcode(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("with_library", [True, False], ids=["library", "no-library"])
+def test_pip_rocm_without_bitcode(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch, with_library: bool
+) -> None:
+    """The doctor names a pip ROCm without bitcode whether or not a PJRT library is found."""
     site = tmp_path / "site"
     (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
     (site / "_rocm_sdk_core" / "__init__.py").write_text("")
@@ -211,7 +215,7 @@ def test_pip_rocm_without_bitcode(tmp_path: Path, build: Path, monkeypatch: pyte
     write_distribution(site, "rocm-sdk-core", "7.13.0a20260415")
     monkeypatch.syspath_prepend(str(site))
     root = make_sysroot(tmp_path / "root")
-    report = diagnose({}, root, library_of(build))
+    report = diagnose({}, root, library_of(build) if with_library else None)
     assert "device-bitcode-missing" in ids(report)
     assert "rocm-not-found" not in ids(report)  # ROCm from pip counts as an install
     assert report.installs[-1].version == "7.13.0a20260415"
