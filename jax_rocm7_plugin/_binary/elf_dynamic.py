@@ -1,6 +1,6 @@
 """A lean reader for the few ELF facts the doctor needs: NEEDED, RUNPATH/RPATH, exports, sections.
 
-The wheel build reads ELF with pyelftools (elf_facts.py). The doctor cannot:
+The wheel build reads ELF with pyelftools (build/jax_rocm7_build/elf_facts.py). The doctor cannot:
 importing pyelftools alone costs ~47 ms and parsing a ROCm library's dependency
 closure with it ~150 ms more, against a budget of 100 ms for the whole report.
 This reader maps the file and unpacks only the section headers, the dynamic
