@@ -1,6 +1,8 @@
-"""`python -m jax_rocm7_plugin doctor [--json] [--sysroot DIR] [--library PATH] [--deep]`.
+"""`python -m jax_rocm7_plugin doctor [--json] [--sysroot DIR] [--library PATH] [--deep]`, and
+`python -m jax_rocm7_plugin cluster [...]` in every process of a job (the cluster preflight).
 
-Exit status: 0 when jax will get the ROCm backend, 1 when not, 2 for a usage error.
+Exit status: 0 when jax will get the ROCm backend (cluster: every process consistent and ready),
+1 when not, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument(
         "--deep", action="store_true", help="also start the HIP runtime in a child process and ask it for devices"
     )
+    _configure_cluster(commands)
     args = parser.parse_args(argv)
+    if args.command == "cluster":
+        return _cluster(args)
 
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
@@ -45,8 +50,78 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report.ok else 1
 
 
+def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = commands.add_parser(
+        "cluster",
+        help="run in every process of a job (srun, mpirun, a JobSet): process 0 reports what differs",
+        description="Join the job's processes through jax.distributed (the launcher's variables, or the options "
+        "below), run the doctor in each, and compare. Exit 0: consistent and every backend would come up; 1: "
+        "problems; 2: usage.",
+    )
+    cluster.add_argument("--coordinator-address", metavar="HOST:PORT", help="process 0's address (else detected)")
+    cluster.add_argument("--num-processes", type=_positive_int, metavar="N", help="processes in the job")
+    cluster.add_argument("--process-id", type=_non_negative_int, metavar="I", help="this process's id, 0..N-1")
+    cluster.add_argument(
+        "--local-device-ids", type=_id_list, metavar="0,1,...", help="GPUs (HIP indices) this process will use"
+    )
+    cluster.add_argument("--timeout", type=_seconds, default=60.0, help="seconds for the whole preflight (default 60)")
+    cluster.add_argument("--json", action="store_true", help="process 0 prints one JSON object")
+    cluster.add_argument("--verbose", action="store_true", help="every process says what it does on stderr")
+    cluster.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
+    cluster.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+def _id_list(text: str) -> tuple[int, ...]:
+    return tuple(_non_negative_int(part) for part in text.split(","))
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 1.0 <= value <= 86400.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 1 and 86400 seconds")
+    return value
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from jax_rocm7_plugin._cluster.preflight import Options, run
+
+    if args.sysroot is not None and not args.sysroot.is_dir():
+        sys.stderr.write(f"python -m jax_rocm7_plugin cluster: error: --sysroot {args.sysroot}: not a directory\n")
+        return 2
+    options = Options(
+        coordinator=args.coordinator_address,
+        num_processes=args.num_processes,
+        process_id=args.process_id,
+        local_device_ids=args.local_device_ids,
+        timeout=args.timeout,
+        json=args.json,
+        verbose=args.verbose,
+        sysroot=args.sysroot,
+        library=args.library,
+    )
+    return run(options, os.environ, sys.stdout, sys.stderr)
+
+
 def doctor_script() -> int:
-    """The `jax-rocm-doctor` console script: `doctor` without the subcommand word."""
+    """The `jax-rocm-doctor` console script: `doctor` without the subcommand word (`--cluster ...`: the preflight)."""
+    if sys.argv[1:2] == ["--cluster"]:
+        return main(["cluster", *sys.argv[2:]])
     return main(["doctor", *sys.argv[1:]])
 
 

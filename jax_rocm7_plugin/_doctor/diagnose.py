@@ -24,19 +24,24 @@ from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 
 def diagnose(settings: Settings, *, deep: bool = False) -> Report:
+    return diagnose_with_facts(settings, deep=deep)[0]
+
+
+def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Report, Facts]:
+    """The report and the facts the pipeline learned (the cluster preflight publishes some of them)."""
     from jax_rocm7_plugin._machine import packages
 
     facts = Facts(settings)
     found = list(checks(facts, thorough=True))
     if settings.sysroot_finding is not None:
         # Nothing under that root can be read: the variable is the finding.
-        return Report(tuple(found), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),))
+        return Report(tuple(found), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),)), facts
     found.extend(packages.plugin_findings(packages.inventory()))
     hip = None
     if deep:
         hip, deeper = _deep(facts)
         found = _merge_same_ids([*found, *deeper])
-    return Report(
+    report = Report(
         findings=tuple(most_severe_first(found)),
         sysroot=str(settings.sysroot),
         packages=(
@@ -51,6 +56,7 @@ def diagnose(settings: Settings, *, deep: bool = False) -> Report:
         hip=hip,
         extensions=_extensions(facts),
     )
+    return report, facts
 
 
 def internal_error(error: Exception, settings: Settings) -> Report:

@@ -1,0 +1,99 @@
+"""The cluster preflight's findings: what makes a job of many processes fail, hang or run short, and the fix.
+
+Ids are public (a closed set, listed in the README; a test checks the list). Each finding names
+the processes and hosts it concerns: for a mismatch, those outside the largest group.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple, get_args
+
+from jax_rocm7_plugin._findings import Severity
+
+ClusterFindingId = Literal[
+    "cluster-usage-invalid",
+    "cluster-join-failed",
+    "cluster-incomplete",
+    "cluster-backend-unavailable",
+    "cluster-version-mismatch",
+    "cluster-library-mismatch",
+    "cluster-rocm-mismatch",
+    "cluster-gpu-arch-mismatch",
+    "cluster-gpu-count-mismatch",
+    "cluster-device-ids-invalid",
+    "cluster-gpu-shared",
+    "cluster-gpus-not-partitioned",
+    "cluster-too-many-local-processes",
+    "cluster-env-mismatch",
+    "cluster-socket-ifname-missing",
+    "cluster-rdma-partial",
+    "cluster-coordinator-loopback",
+    "cluster-shm-too-small",
+    "cluster-open-files-low",
+    "cluster-internal-error",
+]
+CLUSTER_FINDING_IDS: tuple[ClusterFindingId, ...] = get_args(ClusterFindingId)
+
+
+class ClusterFinding(NamedTuple):
+    id: ClusterFindingId
+    severity: Severity
+    summary: str
+    fix: str
+    processes: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def is_problem(self) -> bool:
+        """Errors and warnings fail the preflight (exit 1); info does not."""
+        return self.severity != "info"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "summary": self.summary,
+            "fix": self.fix,
+            "processes": list(self.processes),
+            "hosts": list(self.hosts),
+            "evidence": list(self.evidence),
+        }
+
+
+def usage_invalid(summary: str, fix: str, evidence: tuple[str, ...] = ()) -> ClusterFinding:
+    return ClusterFinding("cluster-usage-invalid", "error", summary, fix, evidence=evidence)
+
+
+def join_failed(summary: str, fix: str, process: int | None, host: str, evidence: tuple[str, ...]) -> ClusterFinding:
+    processes = (process,) if process is not None else ()
+    return ClusterFinding("cluster-join-failed", "error", summary, fix, processes, (host,), evidence)
+
+
+def incomplete(
+    summary: str, fix: str, missing: tuple[int, ...], hosts: tuple[str, ...], evidence: tuple[str, ...]
+) -> ClusterFinding:
+    return ClusterFinding("cluster-incomplete", "error", summary, fix, missing, hosts, evidence)
+
+
+def mismatch(
+    finding_id: ClusterFindingId,
+    severity: Severity,
+    summary: str,
+    fix: str,
+    processes: tuple[int, ...],
+    hosts: tuple[str, ...],
+    evidence: tuple[str, ...] = (),
+) -> ClusterFinding:
+    """A finding about some processes and hosts of the job (every id but the three above)."""
+    return ClusterFinding(finding_id, severity, summary, fix, processes, hosts, evidence)
+
+
+def internal_error(error: BaseException, host: str) -> ClusterFinding:
+    return ClusterFinding(
+        "cluster-internal-error",
+        "error",
+        f"the cluster preflight failed unexpectedly: {type(error).__name__}: {error}",
+        "report this at the jax-rocm7-plugin issue tracker with the command line and this message",
+        hosts=(host,),
+    )

@@ -1,0 +1,508 @@
+"""Process 0's comparison: the records of a job's processes in, the catalog's cluster findings out.
+
+Pure and linear in the number of records: each check groups processes by one value (a dict
+pass) and names the groups outside the largest, so 512 processes read as a few lines.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TypeVar
+
+from jax_rocm7_plugin._cluster import catalog
+from jax_rocm7_plugin._cluster.catalog import ClusterFinding
+from jax_rocm7_plugin._cluster.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
+from jax_rocm7_plugin._cluster.record import ProcessRecord
+from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
+from jax_rocm7_plugin._policy import cluster_policy
+
+K = TypeVar("K", bound=Hashable)
+Records = Mapping[int, ProcessRecord]
+DOCTOR_COMMAND = "python -m jax_rocm7_plugin doctor"
+
+
+def compare(records: Records) -> list[ClusterFinding]:
+    """Every cluster finding for the processes that reported, most decisive first."""
+    hosts = _by_host(records)
+    found: list[ClusterFinding] = []
+    for check in (
+        _backend,
+        _versions,
+        _library,
+        _rocm,
+        _gpu_arch,
+        _gpu_count,
+        _gpu_use,
+        _socket_ifname,
+        _coordinator,
+        _rdma,
+        _shm,
+        _open_files,
+        _environment,
+    ):
+        found.extend(check(records, hosts))
+    return found
+
+
+def _by_host(records: Records) -> dict[str, list[int]]:
+    hosts: dict[str, list[int]] = defaultdict(list)
+    for pid in sorted(records):
+        hosts[records[pid].host].append(pid)
+    return dict(hosts)
+
+
+def _group(records: Records, key: Callable[[ProcessRecord], K]) -> dict[K, list[int]]:
+    groups: dict[K, list[int]] = defaultdict(list)
+    for pid, record in records.items():
+        groups[key(record)].append(pid)
+    return groups
+
+
+def _host_of(records: Records) -> dict[int, str]:
+    return {pid: r.host for pid, r in records.items()}
+
+
+def _concerns(records: Records, processes: Sequence[int]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    ordered = tuple(sorted(processes))
+    return ordered, tuple(sorted({records[p].host for p in ordered}))
+
+
+def _mismatch(
+    records: Records, groups: dict[K, list[int]], label: Callable[[K], str]
+) -> tuple[str, tuple[int, ...], tuple[str, ...]]:
+    text = describe_groups(groups, _host_of(records), {k: label(k) for k in groups})
+    return (text, *_concerns(records, outside_largest(groups)))
+
+
+def _backend(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    failing = {pid: r for pid, r in records.items() if not r.ok}
+    if not failing:
+        return []
+    groups = _group(failing, lambda r: r.first_error[0] if r.first_error else "unknown")
+    first = {key: failing[members[0]].first_error for key, members in groups.items()}
+    text = describe_groups(groups, _host_of(failing), {k: k for k in groups})
+    evidence = tuple(
+        f"{processes_phrase(members)}: {first[key][1] if first[key] else 'no first error recorded'}"
+        for key, members in groups.items()
+    )
+    top = max(groups, key=lambda k: len(groups[k]))
+    fix = first[top][2] if first[top] else f"run `{DOCTOR_COMMAND}` there"
+    processes, names = _concerns(records, list(failing))
+    summary = f"the ROCm backend would not come up in {len(failing)} of {len(records)} processes: {text}"
+    return [
+        catalog.mismatch(
+            "cluster-backend-unavailable",
+            "error",
+            summary,
+            f"{fix} (on each host named; `{DOCTOR_COMMAND}` there says more)",
+            processes,
+            names,
+            evidence,
+        )
+    ]
+
+
+def _versions(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    differing: list[str] = []
+    odd: set[int] = set()
+    packages = sorted({name for r in records.values() for name, _ in r.versions})
+    for package in packages:
+        groups = _group(records, lambda r, p=package: dict(r.versions).get(p))  # type: ignore[misc]
+        if len(groups) > 1:
+            text, processes, _ = _mismatch(records, groups, lambda v, p=package: f"{p} {v or 'not installed'}")
+            differing.append(text)
+            odd.update(processes)
+    if not differing:
+        return []
+    processes, names = _concerns(records, list(odd))
+    return [
+        catalog.mismatch(
+            "cluster-version-mismatch",
+            "error",
+            "package versions differ across processes: " + " | ".join(differing),
+            "install the same jax, jaxlib and jax-rocm7 pair (same Python) on every host, e.g. from one "
+            "requirements file or one container image",
+            processes,
+            names,
+            tuple(differing),
+        )
+    ]
+
+
+def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    groups = _group(records, lambda r: r.library_sha256)
+    if len(groups) < 2:
+        return []
+    text, processes, names = _mismatch(records, groups, lambda s: f"sha256 {s[:12]}" if s else "no PJRT library")
+    return [
+        catalog.mismatch(
+            "cluster-library-mismatch",
+            "error",
+            f"the PJRT library differs across processes: {text}",
+            "reinstall jax-rocm7-pjrt on the hosts named (pip install --force-reinstall) so every process loads "
+            "the same file",
+            processes,
+            names,
+            tuple(sorted({f"{records[p].host}: {records[p].library_path}" for p in processes})),
+        )
+    ]
+
+
+def _rocm(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    if all(r.rocm is None for r in records.values()):
+        return []
+    groups = _group(records, lambda r: (r.rocm.version, r.rocm.source) if r.rocm else None)
+    if len(groups) < 2:
+        return []
+
+    def label(key: tuple[str | None, str] | None) -> str:
+        return "no ROCm" if key is None else f"ROCm {key[0] or 'of unknown version'} ({key[1]})"
+
+    text, processes, names = _mismatch(records, groups, label)
+    return [
+        catalog.mismatch(
+            "cluster-rocm-mismatch",
+            "error",
+            f"the ROCm the library loads differs across processes: {text}",
+            "install the same ROCm release, from the same source, on every host (or use one container image)",
+            processes,
+            names,
+        )
+    ]
+
+
+def _host_groups(
+    records: Records, hosts: dict[str, list[int]], key: Callable[[ProcessRecord], K]
+) -> dict[K, list[int]]:
+    """Processes grouped by a fact of their host, read from the host's first process."""
+    groups: dict[K, list[int]] = defaultdict(list)
+    for members in hosts.values():
+        groups[key(records[members[0]])].extend(members)
+    return groups
+
+
+def _gpu_arch(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    groups = _host_groups(records, hosts, lambda r: tuple(sorted({g.gfx or "unknown" for g in r.gpus})))
+    if len(groups) < 2:
+        return []
+    text, processes, names = _mismatch(records, groups, lambda k: ", ".join(k) or "no GPU")
+    return [
+        catalog.mismatch(
+            "cluster-gpu-arch-mismatch",
+            "error",
+            f"GPU architectures differ across hosts: {text}",
+            "run the job on hosts of one GPU model (Slurm: --constraint or a partition of one model)",
+            processes,
+            names,
+        )
+    ]
+
+
+def _gpu_count(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    groups = _host_groups(records, hosts, lambda r: len(r.gpus))
+    if len(groups) < 2:
+        return []
+    text, processes, names = _mismatch(records, groups, lambda n: f"{n} GPU(s)")
+    return [
+        catalog.mismatch(
+            "cluster-gpu-count-mismatch",
+            "warning",
+            f"the number of GPUs differs across hosts: {text}",
+            "check the hosts named for GPUs that dropped off (dmesg, amd-smi list), or give each host the same "
+            "number of processes and GPUs",
+            processes,
+            names,
+        )
+    ]
+
+
+def _gpu_use(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """Per host: local device ids that name no GPU, more processes than GPUs, every process on every GPU,
+    or two processes on one GPU."""
+    invalid: list[int] = []
+    crowded: list[str] = []
+    unpartitioned: list[str] = []
+    shared: list[str] = []
+    concerned: dict[str, list[int]] = defaultdict(list)
+    for host, members in hosts.items():
+        used = {pid: records[pid].used_gpus for pid in members}
+        bad = [pid for pid, nodes in used.items() if nodes is None]
+        invalid.extend(bad)
+        gpu_count = len(records[members[0]].gpus)
+        if gpu_count == 0:
+            continue  # the backend finding says why
+        everything = {g.node for g in records[members[0]].gpus}
+        if len(members) > gpu_count:
+            crowded.append(f"{host} runs {len(members)} processes on {gpu_count} GPU(s) ({processes_phrase(members)})")
+            concerned["crowded"].extend(members)
+            continue
+        if len(members) == gpu_count > 1 and all(set(n or ()) == everything for n in used.values()):
+            unpartitioned.append(f"{host}: {processes_phrase(members)} each use all {gpu_count} GPUs")
+            concerned["unpartitioned"].extend(members)
+            continue
+        users: dict[int, list[int]] = defaultdict(list)
+        for pid, nodes in used.items():
+            for node in nodes or ():
+                users[node].append(pid)
+        for node, pids in sorted(users.items()):
+            if len(pids) > 1:
+                shared.append(f"{host}: KFD node {node} is used by {processes_phrase(pids)}")
+                concerned["shared"].extend(pids)
+    found: list[ClusterFinding] = []
+    if invalid:
+        processes, names = _concerns(records, invalid)
+        evidence = tuple(
+            f"process {p} on {records[p].host}: local_device_ids {list(records[p].join.local_device_ids or ())}, "
+            f"{len(records[p].visible)} GPU(s) visible"
+            for p in processes[:16]
+        )
+        found.append(
+            catalog.mismatch(
+                "cluster-device-ids-invalid",
+                "error",
+                f"local device ids name GPUs that {processes_phrase(processes)} cannot see",
+                "give each process local device ids below the number of GPUs it sees (--local-device-ids, "
+                "JAX_LOCAL_DEVICE_IDS), or widen its visible devices",
+                processes,
+                names,
+                evidence,
+            )
+        )
+    if crowded:
+        processes, names = _concerns(records, concerned["crowded"])
+        found.append(
+            catalog.mismatch(
+                "cluster-too-many-local-processes",
+                "error",
+                f"more processes than GPUs on {hosts_phrase(names)}: " + "; ".join(crowded[:4]),
+                "start one process per GPU (srun --ntasks-per-node=<GPUs per node>, mpirun -npernode <GPUs>)",
+                processes,
+                names,
+                tuple(crowded[:16]),
+            )
+        )
+    if unpartitioned:
+        processes, names = _concerns(records, concerned["unpartitioned"])
+        found.append(
+            catalog.mismatch(
+                "cluster-gpus-not-partitioned",
+                "error",
+                f"as many processes as GPUs on {hosts_phrase(names)}, but each process would use every GPU "
+                "(each would allocate memory on all of them)",
+                "give each process its GPU: launch with srun or mpirun (jax then sets local_device_ids to the "
+                "local rank), pass --local-device-ids, or set HIP_VISIBLE_DEVICES per local rank",
+                processes,
+                names,
+                tuple(unpartitioned[:16]),
+            )
+        )
+    if shared:
+        processes, names = _concerns(records, concerned["shared"])
+        found.append(
+            catalog.mismatch(
+                "cluster-gpu-shared",
+                "error",
+                f"processes on one host would use the same GPU: {'; '.join(shared[:4])}",
+                "give each local process a GPU of its own (distinct local_device_ids or HIP_VISIBLE_DEVICES)",
+                processes,
+                names,
+                tuple(shared[:16]),
+            )
+        )
+    return found
+
+
+def socket_ifname_problem(variable: str, value: str, interfaces: Sequence[Interface]) -> str | None:
+    """Why the interfaces that NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name are unusable here, or None.
+
+    NCCL (and RCCL): a comma list of name prefixes, `=` for exact names, `^` to exclude; it needs one
+    interface that is up. Gloo: exact names, each of which it uses.
+    """
+    up = [i.name for i in interfaces if i.up]
+    down = [i.name for i in interfaces if not i.up]
+    text = value.strip()
+    if variable.startswith("GLOO"):
+        wanted = [n.strip() for n in text.split(",") if n.strip()]
+        absent = [n for n in wanted if n not in up]
+        if not absent:
+            return None
+        states = [f"{n} is {'down' if n in down else 'absent'}" for n in absent]
+        return f"{variable}={value!r}: {', '.join(states)}"
+    exclude = text.startswith("^")
+    text = text[1:] if exclude else text
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+
+    def matches(name: str) -> bool:
+        return any(name == e if exact else name.startswith(e) for e in entries)
+
+    usable = [n for n in up if matches(n) != exclude]
+    if usable:
+        return None
+    named_down = [n for n in down if matches(n) != exclude]
+    detail = f"{', '.join(named_down)} down" if named_down else "none matches"
+    return f"{variable}={value!r} leaves no interface that is up ({detail}; up: {', '.join(up) or 'none'})"
+
+
+def _socket_ifname(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    problems: dict[str, list[int]] = defaultdict(list)
+    for pid, record in records.items():
+        environment = dict(record.environment)
+        for variable in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+            value = environment.get(variable)
+            if value is None:
+                continue
+            problem = socket_ifname_problem(variable, value, record.interfaces)
+            if problem is not None:
+                problems[f"{record.host}: {problem}"].append(pid)
+    if not problems:
+        return []
+    processes, names = _concerns(records, [p for members in problems.values() for p in members])
+    first = next(iter(problems))
+    return [
+        catalog.mismatch(
+            "cluster-socket-ifname-missing",
+            "error",
+            f"a socket interface variable names no usable interface on {hosts_phrase(names)} "
+            f"({processes_phrase(processes)}): {first}",
+            "name an interface every host has and keeps up (ip -br link on each host), e.g. a prefix such as "
+            "NCCL_SOCKET_IFNAME=eth or ib; RCCL hangs in its bootstrap otherwise",
+            processes,
+            names,
+            tuple(f"{k} ({processes_phrase(v)})" for k, v in list(problems.items())[:16]),
+        )
+    ]
+
+
+def _coordinator(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    if len(hosts) < 2 or 0 not in records:
+        return []
+    address = records[0].join.coordinator
+    host = address.rsplit(":", 1)[0]
+    if not is_loopback_host(host, cluster_policy.loopback_names()):
+        return []
+    processes, names = _concerns(records, [p for p in records if records[p].host != records[0].host])
+    return [
+        catalog.mismatch(
+            "cluster-coordinator-loopback",
+            "warning",
+            f"the coordinator address {address} is a loopback address, but the job spans {len(hosts)} hosts",
+            "give the coordinator's routable name or address (--coordinator-address HOST:PORT, "
+            "JAX_COORDINATOR_ADDRESS), as every host resolves loopback to itself",
+            processes,
+            names,
+        )
+    ]
+
+
+def _rdma(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    groups = _host_groups(records, hosts, lambda r: bool(r.rdma_devices))
+    if len(groups) < 2:
+        return []
+    without = groups[False]
+    processes, names = _concerns(records, without)
+    text = describe_groups(groups, _host_of(records), {True: "RDMA devices", False: "no RDMA device"})
+    return [
+        catalog.mismatch(
+            "cluster-rdma-partial",
+            "warning",
+            f"RDMA devices on some hosts only: {text}",
+            "load the RDMA drivers on the hosts named (or pass /dev/infiniband into their containers); RCCL "
+            "otherwise falls back to sockets there and slows every collective",
+            processes,
+            names,
+        )
+    ]
+
+
+def _shm(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    minimum, why = cluster_policy.threshold("shm_min_bytes")
+    small: list[int] = []
+    evidence: list[str] = []
+    for host, members in hosts.items():
+        in_use = {node for pid in members for node in (records[pid].used_gpus or ())}
+        size = records[members[0]].shm_bytes
+        if len(in_use) >= 2 and size is not None and size <= minimum:
+            small.extend(members)
+            evidence.append(f"{host}: /dev/shm {size / 1024**2:.0f} MiB for {len(in_use)} GPUs in use")
+    if not small:
+        return []
+    processes, names = _concerns(records, small)
+    return [
+        catalog.mismatch(
+            "cluster-shm-too-small",
+            "warning",
+            f"/dev/shm is {minimum // 1024**2} MiB or less on {hosts_phrase(names)}, which run several GPUs",
+            "give the containers more shared memory (docker run --shm-size=16g; Kubernetes: an emptyDir with "
+            "medium: Memory mounted at /dev/shm)",
+            processes,
+            names,
+            (*evidence[:16], f"threshold {minimum} bytes: {why}"),
+        )
+    ]
+
+
+def _open_files(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    minimum, why = cluster_policy.threshold("open_files_min")
+    low = [
+        pid
+        for pid, r in records.items()
+        if r.rdma_devices and r.open_files[1] is not None and r.open_files[1] < minimum
+    ]
+    if not low:
+        return []
+    processes, names = _concerns(records, low)
+    groups = _group({p: records[p] for p in low}, lambda r: r.open_files[1])
+    text = describe_groups(groups, _host_of(records), {k: f"hard limit {k}" for k in groups})
+    return [
+        catalog.mismatch(
+            "cluster-open-files-low",
+            "warning",
+            f"the open-file limit is below {minimum} where RDMA devices are: {text}",
+            f"raise it to at least {minimum} (ulimit -n {minimum} in the job script; /etc/security/limits.conf or "
+            "the container's --ulimit nofile)",
+            processes,
+            names,
+            (f"threshold {minimum}: {why}",),
+        )
+    ]
+
+
+def _environment(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    names = sorted(
+        {
+            name
+            for r in records.values()
+            for name, _ in r.environment
+            if not cluster_policy.is_per_process_variable(name)
+        }
+    )
+    differing: list[str] = []
+    odd: set[int] = set()
+    environments = {pid: dict(r.environment) for pid, r in records.items()}
+    for name in names:
+        groups: dict[str | None, list[int]] = defaultdict(list)
+        for pid, environment in environments.items():
+            groups[environment.get(name)].append(pid)
+        if len(groups) > 1:
+            text, processes, _ = _mismatch(records, groups, lambda v: "unset" if v is None else repr(v))
+            differing.append(f"{name}: {text}")
+            odd.update(processes)
+    if not differing:
+        return []
+    processes, hosts_named = _concerns(records, list(odd))
+    listed = ", ".join(d.split(":", 1)[0] for d in differing[:8]) + (" ..." if len(differing) > 8 else "")
+    return [
+        catalog.mismatch(
+            "cluster-env-mismatch",
+            "warning",
+            f"{len(differing)} variable(s) that steer collectives differ across processes: {listed}",
+            "set them once for the whole job (export them in the batch script before srun / pass them with "
+            "mpirun -x), not per host",
+            processes,
+            hosts_named,
+            tuple(differing[:32]),
+        )
+    ]

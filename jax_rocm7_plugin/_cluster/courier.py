@@ -1,0 +1,220 @@
+"""The courier: the child process that joins jax's coordination service and carries the records.
+
+Run by the preflight as `python -m jax_rocm7_plugin._cluster.courier`, one per process of the
+job. It is the only part that imports jax, and it never creates a backend. It runs in a child
+because jaxlib's coordination client can only die when things go wrong: a busy coordinator port
+is a SIGSEGV, and jax.distributed.initialize aborts every process when a peer never joins. Here a
+death is read by the parent, which says what happened in one sentence.
+
+It uses jax's own cluster detection (`ClusterEnv.auto_detect_unset_distributed_params`, what
+`jax.distributed.initialize()` calls) and jaxlib's service and client (what initialize builds),
+with a heartbeat callback that reports instead of aborting.
+
+Protocol: JSON lines. Parent -> courier: the job, then {"go": true} or {"stop": ...}, the record,
+and on process 0 the verdict. Courier -> parent: events `detected`, `joined`, `records` (process 0)
+or `verdict` (the others), `done`, or `error` with the stage it failed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+PREFIX = "jax_rocm7_cluster"
+ACK_GRACE_SECONDS = 5.0
+# What each launcher's module in jax reads: named when their values do not parse.
+LAUNCHER_VARIABLES: dict[str, tuple[str, ...]] = {
+    "slurm": ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
+    "ompi": ("OMPI_MCA_orte_hnp_uri", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    "k8s": ("KUBERNETES_SERVICE_HOST", "JOB_COMPLETION_INDEX", "HOSTNAME"),
+}
+_write_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    with _write_lock:
+        sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+        sys.stdout.flush()
+
+
+def fail(stage: str, message: str, **fields: Any) -> None:
+    emit("error", stage=stage, message=message, **fields)
+    sys.stdout.flush()
+    os._exit(3)
+
+
+def read_message() -> dict[str, Any]:
+    line = sys.stdin.readline()
+    if not line:
+        os._exit(4)  # the parent is gone: nothing to report to
+    message: dict[str, Any] = json.loads(line)
+    return message
+
+
+def remaining_ms(deadline: float) -> int:
+    return max(1, int((deadline - time.time()) * 1000))
+
+
+def detect(job: dict[str, Any]) -> dict[str, Any]:
+    """The join parameters: as given, else from the environment as jax.distributed.initialize() finds them."""
+    from jax._src import clusters
+
+    coordinator = job.get("coordinator") or os.environ.get("JAX_COORDINATOR_ADDRESS") or None
+    num_processes, process_id = job.get("num_processes"), job.get("process_id")
+    local_ids = job.get("local_device_ids")
+    if local_ids is None and os.environ.get("JAX_LOCAL_DEVICE_IDS"):
+        text = os.environ["JAX_LOCAL_DEVICE_IDS"]
+        try:
+            local_ids = [int(i) for i in text.split(",")]
+        except ValueError:
+            fail("launcher", f"JAX_LOCAL_DEVICE_IDS={text!r} is not a comma-separated list of integers")
+    method = "arguments"
+    local_process_id = None
+    if None in (coordinator, num_processes, process_id, local_ids):
+        env = next(
+            (e for e in clusters.ClusterEnv._cluster_types if not e.opt_in_only_method and e.is_env_present()),
+            None,
+        )
+        if env is not None:
+            method = env.name
+            try:
+                coordinator, num_processes, process_id, local_ids = (
+                    clusters.ClusterEnv.auto_detect_unset_distributed_params(
+                        coordinator, num_processes, process_id, local_ids, None, job["detect_timeout"]
+                    )
+                )
+                local_process_id = env.get_local_process_id()
+            except Exception as error:  # noqa: BLE001 - a launcher's variables that do not parse: said in one line
+                names = LAUNCHER_VARIABLES.get(env.name, ())
+                values = {n: os.environ.get(n) for n in names if n in os.environ}
+                fail("launcher", f"{type(error).__name__}: {error}", method=env.name, variables=values)
+    return {
+        "coordinator": coordinator,
+        "num_processes": num_processes,
+        "process_id": process_id,
+        "local_device_ids": None if local_ids is None else [int(i) for i in local_ids],
+        "local_process_id": local_process_id,
+        "method": method,
+    }
+
+
+def join(found: dict[str, Any], deadline: float, join_seconds: int) -> Any:
+    """Process 0 starts the service; every process connects. Returns the client (and keeps the service)."""
+    try:
+        from jax._src.lib import _jax as xla
+    except ImportError:  # jaxlib releases before the module was renamed
+        from jax._src.lib import xla_extension as xla  # type: ignore[no-redef]
+
+    coordinator, process_id = found["coordinator"], found["process_id"]
+    # Heartbeats must not end the run before our own deadline does.
+    heartbeat = int(deadline - time.time()) + 30
+    service = None
+    if process_id == 0:
+        port = coordinator.rsplit(":", 1)[1]
+        bind = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
+        service = xla.get_distributed_runtime_service(
+            bind,
+            found["num_processes"],
+            heartbeat_timeout=heartbeat,
+            cluster_register_timeout=join_seconds,
+            shutdown_timeout=5,
+        )
+
+    def missed_heartbeat(*details: Any) -> None:
+        emit("heartbeat", message=" ".join(str(d) for d in details)[:2000])
+
+    client = xla.get_distributed_runtime_client(
+        coordinator,
+        process_id,
+        init_timeout=join_seconds,
+        heartbeat_timeout=heartbeat,
+        missed_heartbeat_callback=missed_heartbeat,
+        shutdown_on_destruction=False,
+        use_compression=True,
+    )
+    try:
+        client.connect()
+    except Exception as error:  # noqa: BLE001 - jaxlib says "std::bad_cast" here: the parent explains
+        fail("join", f"{type(error).__name__}: {error}")
+    join.keep = (service, client)  # type: ignore[attr-defined]  # both live until os._exit
+    return client
+
+
+def gather(client: Any, count: int, deadline: float) -> tuple[dict[int, str], list[int]]:
+    """Process 0: every record that arrives before the deadline, and the process ids whose never did."""
+    records: dict[int, str] = {}
+    missing: list[int] = []
+    for process in range(count):
+        key = f"{PREFIX}/record/{process}"
+        value = None
+        try:
+            if deadline > time.time():
+                value = client.blocking_key_value_get(key, remaining_ms(deadline))
+            else:
+                value = client.key_value_try_get(key)
+        except Exception:  # noqa: BLE001 - not there in time (jaxlib raises for both timeout and absence)
+            value = None
+        if value is None:
+            missing.append(process)
+        else:
+            records[process] = value
+    return records, missing
+
+
+def main() -> None:
+    job = read_message()
+    deadline = float(job["deadline"])
+    try:
+        found = detect(job)
+    except Exception as error:  # noqa: BLE001 - jax missing or changed: the parent names it
+        fail("detect", f"{type(error).__name__}: {error}")
+    emit("detected", **found)
+    answer = read_message()
+    if not answer.get("go"):
+        os._exit(0)
+    # The exchange after joining needs a few seconds: the join may use the rest.
+    join_seconds = max(1, int(deadline - time.time() - float(job["reserve"])))
+    client = join(found, deadline, join_seconds)
+    emit("joined")
+    process_id, count = found["process_id"], found["num_processes"]
+    record = read_message()["record"]
+    try:
+        client.key_value_set(f"{PREFIX}/record/{process_id}", record)
+    except Exception as error:  # noqa: BLE001
+        fail("publish", f"{type(error).__name__}: {error}")
+    if process_id == 0:
+        records, missing = gather(client, count, deadline)
+        emit("records", records=records, missing=missing)
+        verdict = read_message()["verdict"]
+        try:
+            client.key_value_set(f"{PREFIX}/verdict", json.dumps(verdict))
+        except Exception as error:  # noqa: BLE001
+            fail("verdict", f"{type(error).__name__}: {error}")
+        # Stay until the others have read the verdict: the service lives in this process.
+        until = min(deadline, time.time() + ACK_GRACE_SECONDS)
+        for process in records:
+            if process == 0:
+                continue
+            try:
+                client.blocking_key_value_get(f"{PREFIX}/ack/{process}", remaining_ms(until))
+            except Exception:  # noqa: BLE001 - a process that left without a word: nothing to wait for
+                continue
+    else:
+        try:
+            verdict = json.loads(client.blocking_key_value_get(f"{PREFIX}/verdict", remaining_ms(deadline)))
+        except Exception as error:  # noqa: BLE001
+            fail("verdict", f"{type(error).__name__}: {error}")
+        emit("verdict", verdict=verdict)
+        with contextlib.suppress(Exception):  # process 0 may be gone already; the verdict is ours
+            client.key_value_set(f"{PREFIX}/ack/{process_id}", "1")
+    emit("done")
+    os._exit(0)  # no destructors: the client's shutdown is a barrier of its own
+
+
+if __name__ == "__main__":
+    main()

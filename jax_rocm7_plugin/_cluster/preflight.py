@@ -1,0 +1,420 @@
+"""`python -m jax_rocm7_plugin cluster`: run in every process of a job; process 0 prints one report.
+
+Each process starts its courier (which imports jax and joins the coordination service), runs the
+doctor meanwhile, and hands the courier its record. Process 0 compares the records and publishes a
+verdict; every process exits with its code (0 consistent, 1 problems, 2 usage), so the job step
+fails as a whole. Nothing here waits without a deadline, and nothing jaxlib does can kill this
+process: the courier is a child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, TextIO
+
+from jax_rocm7_plugin._cluster import catalog, failures
+from jax_rocm7_plugin._cluster.catalog import ClusterFinding
+from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, death_description
+from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
+
+DEFAULT_TIMEOUT = 60.0
+RESOLVE_SECONDS = 5.0
+KILL_GRACE_SECONDS = 2.0
+USAGE_FIX = (
+    "launch it the way the job is launched (srun, mpirun, a Kubernetes JobSet), or give --coordinator-address "
+    "HOST:PORT --num-processes N --process-id I"
+)
+
+
+class Options(NamedTuple):
+    coordinator: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+    local_device_ids: tuple[int, ...] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    json: bool = False
+    verbose: bool = False
+    sysroot: Path | None = None
+    library: Path | None = None
+
+
+class _Run:
+    """One process's preflight: the courier, the doctor's record, and what to say at the end."""
+
+    def __init__(self, options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) -> None:
+        self.options, self.environ, self.out, self.err = options, dict(environ), out, err
+        self.started = time.time()
+        self.deadline = self.started + options.timeout
+        self.process_id: int | None = options.process_id
+        self.expected: int | None = options.num_processes
+        self.coordinator: str | None = options.coordinator
+        self.method: str | None = None
+        self.host = "this host"
+        self.join_missing: tuple[int, ...] = ()  # process 0: who the coordinator saw never join
+
+    # --- output -------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        if self.options.verbose:
+            who = f"process {self.process_id}" if self.process_id is not None else "cluster"
+            self.err.write(f"{who}: {text}\n")
+            self.err.flush()
+
+    def finish(
+        self,
+        findings: list[ClusterFinding],
+        reported: tuple[int, ...] = (),
+        missing: tuple[int, ...] = (),
+        hosts: tuple[str, ...] = (),
+    ) -> int:
+        """Process 0 (or a process that cannot know it is not 0) prints the report; others one line on stderr."""
+        report = ClusterReport(
+            self.expected,
+            reported,
+            missing,
+            hosts,
+            tuple(findings),
+            self.coordinator,
+            self.method,
+            round(time.time() - self.started, 3),
+        )
+        if self.process_id in (0, None):
+            self.out.write((render_json(report) if self.options.json else render_text(report)) + "\n")
+            self.out.flush()
+        elif report.exit_code != 0:
+            for finding in findings:
+                self.err.write(f"cluster preflight, process {self.process_id}: {finding.summary}. Fix: {finding.fix}\n")
+            self.err.flush()
+        return report.exit_code
+
+    # --- the run ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        from jax_rocm7_plugin._machine.host import host_name
+
+        root = self.options.sysroot or Path(self.environ.get("JAX_ROCM_SYSROOT") or "/")
+        self.host = host_name(root) if root.is_dir() else socket.gethostname()
+        link = CourierLink(self._courier_environment())
+        try:
+            return self._run_with(link)
+        finally:
+            link.kill()
+
+    def _courier_environment(self) -> dict[str, str]:
+        environ = dict(self.environ)
+        environ["JAX_PLATFORMS"] = "cpu"  # the courier never needs a backend: never let one start there
+        environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")  # keep the service's log: it names who never joined
+        return environ
+
+    def _run_with(self, link: CourierLink) -> int:
+        options = self.options
+        reserve = max(5.0, options.timeout * 0.25)
+        link.send(
+            {
+                "deadline": self.deadline,
+                "reserve": reserve,
+                "detect_timeout": int(options.timeout),
+                "coordinator": options.coordinator,
+                "num_processes": options.num_processes,
+                "process_id": options.process_id,
+                "local_device_ids": list(options.local_device_ids) if options.local_device_ids is not None else None,
+            }
+        )
+        report_and_facts = self._doctor()  # while the courier imports jax
+        try:
+            detected = link.wait_for(("detected",), self.deadline)
+        except CourierGone as gone:
+            return self.finish([self._gone(link, gone, "starting")])
+        if detected["event"] == "error":
+            return self.finish([self._courier_error(link, detected)])
+        problem = self._take_detected(detected)
+        if problem is not None:
+            link.send({"stop": True})
+            return self.finish([problem])
+        assert self.coordinator is not None and self.expected is not None and self.process_id is not None
+        self.say(f"joining {self.coordinator} as process {self.process_id} of {self.expected} (via {self.method})")
+        blocked = self._before_join()
+        if blocked is not None:
+            link.send({"stop": True})
+            return self.finish([blocked])
+        link.send({"go": True})
+        link.send({"record": self._record(report_and_facts, detected)})
+        probe = _CoordinatorProbe(self.coordinator) if self.process_id != 0 else None
+        try:
+            joined: CourierGone | dict[str, Any] = link.wait_for(("joined",), self.deadline + KILL_GRACE_SECONDS)
+        except CourierGone as gone:
+            joined = gone
+        finally:
+            if probe is not None:
+                probe.stop()
+        if isinstance(joined, CourierGone) or joined["event"] == "error":
+            finding = self._join_failure(link, joined, probe)
+            return self.finish([finding], missing=self.join_missing)
+        self.say("joined")
+        if self.process_id == 0:
+            return self._compare(link)
+        return self._await_verdict(link)
+
+    def _doctor(self) -> tuple[Any, Any] | BaseException:
+        from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+        from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
+
+        environ = dict(self.environ)
+        if self.options.library is not None:
+            environ[PJRT_LIBRARY] = str(self.options.library.absolute())
+        try:
+            return diagnose_with_facts(read_settings(environ, sysroot=self.options.sysroot))
+        except Exception as error:  # noqa: BLE001 - reported in the record as this process's error
+            return error
+
+    def _take_detected(self, detected: dict[str, Any]) -> ClusterFinding | None:
+        self.method = detected.get("method")
+        self.coordinator = detected.get("coordinator")
+        self.expected = detected.get("num_processes")
+        self.process_id = detected.get("process_id")
+        if None in (self.coordinator, self.expected, self.process_id):
+            unset = [
+                name
+                for name, value in (
+                    ("--coordinator-address", self.coordinator),
+                    ("--num-processes", self.expected),
+                    ("--process-id", self.process_id),
+                )
+                if value is None
+            ]
+            return catalog.usage_invalid(
+                f"no launcher was detected (Slurm, Open MPI, Kubernetes, mpi4py) and {', '.join(unset)} "
+                f"{'is' if len(unset) == 1 else 'are'} not given",
+                USAGE_FIX,
+            )
+        address = str(self.coordinator)
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return catalog.usage_invalid(
+                f"the coordinator address {address!r} is not HOST:PORT with a port from 1 to 65535", USAGE_FIX
+            )
+        expected, process = int(self.expected or 0), int(self.process_id or 0)
+        if expected < 1 or not 0 <= process < expected:
+            return catalog.usage_invalid(
+                f"process id {process} is not within 0..{expected - 1} ({expected} processes)", USAGE_FIX
+            )
+        return None
+
+    def _before_join(self) -> ClusterFinding | None:
+        """What jaxlib would only crash or hang on: an address that does not resolve, a port already taken."""
+        from jax_rocm7_plugin._machine.network import resolves
+
+        address = str(self.coordinator)
+        host, _, port = address.rpartition(":")
+        why = _within(RESOLVE_SECONDS, lambda: resolves(host), f"no answer within {RESOLVE_SECONDS:g} s")
+        if why is not None:
+            return failures.does_not_resolve(address, why, self.process_id, self.host)
+        if self.process_id == 0:
+            bind = self.environ.get("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
+            taken = port_taken(bind)
+            if taken is not None:
+                return failures.port_in_use(port, self.host, (taken,))
+        return None
+
+    def _record(self, report_and_facts: tuple[Any, Any] | BaseException, detected: dict[str, Any]) -> str:
+        from jax_rocm7_plugin._cluster.record import JoinFact, build_record, encode, failed_record
+
+        ids = detected.get("local_device_ids")
+        join = JoinFact(
+            int(detected["process_id"]),
+            int(detected["num_processes"]),
+            detected.get("local_process_id"),
+            tuple(ids) if ids is not None else None,
+            str(detected["coordinator"]),
+            str(detected.get("method") or "arguments"),
+        )
+        if isinstance(report_and_facts, BaseException):
+            return encode(failed_record(join, self.host, report_and_facts))
+        report, facts = report_and_facts
+        try:
+            return encode(build_record(report, facts, join, self.environ))
+        except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still a record
+            return encode(failed_record(join, self.host, error))
+
+    def _compare(self, link: CourierLink) -> int:
+        from jax_rocm7_plugin._cluster.compare import compare
+        from jax_rocm7_plugin._cluster.launcher import slurm_hosts
+        from jax_rocm7_plugin._cluster.record import from_json
+
+        try:
+            gathered = link.wait_for(("records",), self.deadline + KILL_GRACE_SECONDS)
+        except CourierGone as gone:
+            return self.finish([self._gone(link, gone, "gathering the records")])
+        if gathered["event"] == "error":
+            return self.finish([self._courier_error(link, gathered)])
+        records = {}
+        findings: list[ClusterFinding] = []
+        unreadable: list[str] = []
+        for key, text in gathered["records"].items():
+            try:
+                records[int(key)] = from_json(json.loads(text))
+            except ValueError as error:
+                unreadable.append(f"process {key}: {error}")
+        missing = tuple(sorted({*gathered["missing"], *(int(k) for k in gathered["records"] if int(k) not in records)}))
+        expected = int(self.expected or 0)
+        if missing:
+            launcher = slurm_hosts(self.environ, expected) if self.method == "slurm" else None
+            findings.append(failures.did_not_report(expected, missing, self.options.timeout, launcher))
+        findings.extend(compare(records))
+        hosts = tuple(sorted({r.host for r in records.values()}))
+        report = ClusterReport(expected, tuple(sorted(records)), missing, hosts, tuple(findings))
+        link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
+        with contextlib.suppress(CourierGone):  # the verdict is out; the others say if they could not read it
+            link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
+        return self.finish(findings, tuple(sorted(records)), missing, hosts)
+
+    def _await_verdict(self, link: CourierLink) -> int:
+        try:
+            event = link.wait_for(("verdict",), self.deadline + KILL_GRACE_SECONDS)
+        except CourierGone as gone:
+            why = (
+                "the deadline passed" if gone.why == "deadline" else f"the client {death_description(gone.returncode)}"
+            )
+            return self.finish(
+                [failures.no_verdict(str(self.coordinator), self.options.timeout, self._pid(), self.host, why)]
+            )
+        if event["event"] == "error":
+            why = str(event.get("message", ""))[:200]
+            return self.finish(
+                [failures.no_verdict(str(self.coordinator), self.options.timeout, self._pid(), self.host, why)]
+            )
+        verdict = event["verdict"]
+        self.say(f"process 0's verdict: {verdict.get('verdict')}")
+        link.close(time.time() + KILL_GRACE_SECONDS)
+        code = verdict.get("code")
+        return code if code in (0, 1, 2) else EXIT_PROBLEMS
+
+    # --- failures -----------------------------------------------------------------------------
+
+    def _pid(self) -> int:
+        return int(self.process_id or 0)
+
+    def _gone(self, link: CourierLink, gone: CourierGone, stage: str) -> ClusterFinding:
+        if gone.why == "deadline":
+            return catalog.join_failed(
+                f"the preflight did not get past {stage} within {self.options.timeout:g} s",
+                "raise --timeout if the file system or the launcher is slow",
+                self.process_id,
+                self.host,
+                (),
+            )
+        return failures.courier_died(
+            death_description(gone.returncode), stage, link.stderr_text(), self.process_id, self.host
+        )
+
+    def _courier_error(self, link: CourierLink, event: dict[str, Any]) -> ClusterFinding:
+        stage, message = event.get("stage"), str(event.get("message", ""))
+        if stage == "launcher":
+            variables = ", ".join(f"{k}={v!r}" for k, v in (event.get("variables") or {}).items())
+            method = event.get("method") or "the launcher"
+            return catalog.usage_invalid(
+                f"the {method} variables do not say how to join ({message})" + (f": {variables}" if variables else ""),
+                "fix the launcher's variables (they come from the job script or the container spec), or give "
+                "--coordinator-address, --num-processes and --process-id",
+            )
+        if stage == "detect":
+            return catalog.usage_invalid(
+                f"jax's cluster detection is not available here ({message})",
+                "install jax in this environment (the preflight joins through jax.distributed)",
+            )
+        return failures.courier_died(f"failed ({message})", str(stage), link.stderr_text(), self.process_id, self.host)
+
+    def _join_failure(
+        self, link: CourierLink, cause: CourierGone | dict[str, Any], probe: _CoordinatorProbe | None
+    ) -> ClusterFinding:
+        from jax_rocm7_plugin._cluster.launcher import slurm_hosts
+        from jax_rocm7_plugin._machine.network import is_loopback_host
+        from jax_rocm7_plugin._policy.cluster_policy import loopback_names
+
+        log = link.stderr_text()
+        address = str(self.coordinator)
+        port = address.rpartition(":")[2]
+        if "Failed to add port" in log:
+            return failures.port_in_use(port, self.host, tuple(filter(None, (failures.last_error_line(log),))))
+        if isinstance(cause, CourierGone) and cause.why == "exited" and (cause.returncode or 0) < 0:
+            return failures.courier_died(
+                death_description(cause.returncode), "joining", log, self.process_id, self.host
+            )
+        expected = int(self.expected or 0)
+        if self.process_id == 0:
+            launcher = slurm_hosts(self.environ, expected) if self.method == "slurm" else None
+            finding, missing = failures.never_joined(expected, self.options.timeout, log, launcher)
+            self.join_missing = missing
+            return finding
+        loopback = is_loopback_host(address.rpartition(":")[0], loopback_names())
+        seen = probe.seen_up if probe is not None else False
+        return failures.could_not_join(address, expected, self.options.timeout, seen, loopback, self._pid(), self.host)
+
+
+class _CoordinatorProbe:
+    """While a process waits to join: did anything ever answer at the coordinator's address?"""
+
+    def __init__(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        self.target = (host.strip("[]"), int(port))
+        self.seen_up = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jax-rocm7-coordinator-probe", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and not self.seen_up:
+            try:
+                with socket.create_connection(self.target, timeout=1.0):
+                    self.seen_up = True
+            except OSError:
+                self._stop.wait(1.0)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def port_taken(bind: str) -> str | None:
+    """Why the coordinator could not listen at `bind` ("[::]:PORT", "0.0.0.0:PORT"), or None when it can."""
+    import errno
+
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, int(port)))
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            return f"bind({bind}): {error.strerror}"
+        return None  # another reason (no IPv6 here, say): let the service try and say what it says
+    return None
+
+
+def _within(seconds: float, call: Any, late: str) -> Any:
+    """call() in a daemon thread; `late` if it does not return in time (a resolver that hangs)."""
+    outcome: list[Any] = [late]
+
+    def run() -> None:
+        outcome[0] = call()
+
+    worker = threading.Thread(target=run, name="jax-rocm7-resolve", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return outcome[0]
+
+
+def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
+    """The preflight of this process; its exit code."""
+    preflight = _Run(options, environ, out, err)
+    try:
+        return preflight.run()
+    except Exception as error:  # noqa: BLE001 - one finding, never a traceback
+        return preflight.finish([catalog.internal_error(error, preflight.host)])

@@ -1,0 +1,344 @@
+"""What one process of a job publishes: a bounded record of what its job depends on.
+
+Built from the doctor's report and the facts its pipeline learned (no second spelling of the
+checks), plus the per-host facts only a job compares: host name, network interfaces, RDMA
+devices, /dev/shm, the open-file limit and the variables that steer collectives. Secrets
+never leave the process: values of variables whose names look like credentials, credentials
+in URLs, and any such value seen again inside another value become `<redacted>`. JSON only at
+the edge (`to_json` / `from_json`); `encode` keeps the record within the policy's bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._findings import first_blocking
+from jax_rocm7_plugin._machine.network import Interface
+from jax_rocm7_plugin._pipeline import Facts
+from jax_rocm7_plugin._policy import cluster_policy
+from jax_rocm7_plugin._policy.cluster_policy import REDACTED
+
+SCHEMA = 1
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+_MIN_SECRET_CHARS = 4  # shorter values ("1", "no") would redact half of every other value
+
+
+class GpuFact(NamedTuple):
+    node: int  # KFD node index
+    gfx: str | None
+    unique_id: str | None  # "GPU-<16 hex digits>", as ROCR_VISIBLE_DEVICES names it
+    pci_bus: str | None  # "0000:c1:00.0"
+
+
+class RocmFact(NamedTuple):
+    version: str | None
+    source: str
+    location: str
+
+
+class JoinFact(NamedTuple):
+    """How this process joined: from the launcher (detected) or the command line."""
+
+    process_id: int
+    num_processes: int
+    local_process_id: int | None
+    local_device_ids: tuple[int, ...] | None
+    coordinator: str
+    method: str  # "slurm", "ompi", "k8s", "mpi4py", ... or "arguments"
+
+
+class ProcessRecord(NamedTuple):
+    join: JoinFact
+    host: str
+    versions: tuple[tuple[str, str | None], ...]  # python, jax, jaxlib, plugin, pjrt
+    library_path: str | None
+    library_sha256: str | None
+    rocm: RocmFact | None  # the install the library will load its HIP runtime from
+    gpus: tuple[GpuFact, ...]
+    visible: tuple[int, ...]  # KFD nodes left to HIP, in HIP's order
+    ok: bool  # the doctor's verdict: the ROCm backend would come up
+    first_error: tuple[str, str, str] | None  # id, summary, fix
+    environment: tuple[tuple[str, str], ...]
+    shm_bytes: int | None
+    open_files: tuple[int | None, int | None]  # soft, hard; None: unlimited
+    interfaces: tuple[Interface, ...]
+    rdma_devices: tuple[str, ...]
+    verbs_nodes: tuple[str, ...]
+    truncated: tuple[str, ...] = ()  # what was left out to stay within the bound
+
+    @property
+    def process_id(self) -> int:
+        return self.join.process_id
+
+    @property
+    def used_gpus(self) -> tuple[int, ...] | None:
+        """KFD nodes this process's backend would use: local_device_ids index HIP's devices.
+        None when a local device id names no visible GPU."""
+        ids = self.join.local_device_ids
+        if ids is None:
+            return self.visible
+        if any(i < 0 or i >= len(self.visible) for i in ids):
+            return None
+        return tuple(self.visible[i] for i in ids)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "join": self.join._asdict(),
+            "host": self.host,
+            "versions": dict(self.versions),
+            "library": {"path": self.library_path, "sha256": self.library_sha256},
+            "rocm": self.rocm._asdict() if self.rocm is not None else None,
+            "gpus": [g._asdict() for g in self.gpus],
+            "visible": list(self.visible),
+            "ok": self.ok,
+            "first_error": list(self.first_error) if self.first_error is not None else None,
+            "environment": dict(self.environment),
+            "shm_bytes": self.shm_bytes,
+            "open_files": list(self.open_files),
+            "interfaces": [[i.name, i.up, list(i.addresses)] for i in self.interfaces],
+            "rdma": {"devices": list(self.rdma_devices), "verbs_nodes": list(self.verbs_nodes)},
+            "truncated": list(self.truncated),
+        }
+
+
+def from_json(data: Mapping[str, Any]) -> ProcessRecord:
+    """A record another process published; ValueError when it is not one (another schema, garbage)."""
+    try:
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"record schema {data.get('schema')!r}, expected {SCHEMA}")
+        join = data["join"]
+        ids = join["local_device_ids"]
+        rocm = data["rocm"]
+        first = data["first_error"]
+        return ProcessRecord(
+            join=JoinFact(
+                int(join["process_id"]),
+                int(join["num_processes"]),
+                None if join["local_process_id"] is None else int(join["local_process_id"]),
+                None if ids is None else tuple(int(i) for i in ids),
+                str(join["coordinator"]),
+                str(join["method"]),
+            ),
+            host=str(data["host"]),
+            versions=tuple((str(k), None if v is None else str(v)) for k, v in data["versions"].items()),
+            library_path=data["library"]["path"],
+            library_sha256=data["library"]["sha256"],
+            rocm=None if rocm is None else RocmFact(rocm["version"], str(rocm["source"]), str(rocm["location"])),
+            gpus=tuple(GpuFact(int(g["node"]), g["gfx"], g["unique_id"], g["pci_bus"]) for g in data["gpus"]),
+            visible=tuple(int(n) for n in data["visible"]),
+            ok=bool(data["ok"]),
+            first_error=None if first is None else (str(first[0]), str(first[1]), str(first[2])),
+            environment=tuple((str(k), str(v)) for k, v in data["environment"].items()),
+            shm_bytes=None if data["shm_bytes"] is None else int(data["shm_bytes"]),
+            open_files=(_optional_int(data["open_files"][0]), _optional_int(data["open_files"][1])),
+            interfaces=tuple(
+                Interface(str(n), bool(u), tuple(str(a) for a in addrs)) for n, u, addrs in data["interfaces"]
+            ),
+            rdma_devices=tuple(str(d) for d in data["rdma"]["devices"]),
+            verbs_nodes=tuple(str(d) for d in data["rdma"]["verbs_nodes"]),
+            truncated=tuple(str(t) for t in data.get("truncated", ())),
+        )
+    except (KeyError, TypeError, IndexError, AttributeError) as error:
+        raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def encode(record: ProcessRecord) -> str:
+    """Compact JSON within the policy's bound: the largest parts are cut, each cut named in `truncated`."""
+    limit = cluster_policy.record_max_bytes()
+    text = _dumps(record)
+    for name, cut in _CUTS:
+        if len(text.encode()) <= limit:
+            break
+        record = cut(record)._replace(truncated=(*record.truncated, name))
+        text = _dumps(record)
+    if len(text.encode()) > limit:  # only a host name of kilobytes is left: keep the verdict, lose the rest
+        record = _bare(record)._replace(truncated=(*record.truncated, "everything but the verdict"))
+        text = _dumps(record)
+    return text
+
+
+def _dumps(record: ProcessRecord) -> str:
+    return json.dumps(record.to_json(), separators=(",", ":"), ensure_ascii=True)
+
+
+def _bare(record: ProcessRecord) -> ProcessRecord:
+    first = record.first_error
+    return record._replace(
+        host=record.host[:64],
+        library_path=None,
+        environment=(),
+        interfaces=(),
+        gpus=record.gpus[:8],
+        visible=record.visible[:8],
+        first_error=None if first is None else (first[0], first[1][:200], first[2][:200]),
+    )
+
+
+_CUTS = (
+    (
+        "interface addresses",
+        lambda r: r._replace(interfaces=tuple(i._replace(addresses=i.addresses[:2]) for i in r.interfaces)),
+    ),
+    ("environment values", lambda r: r._replace(environment=tuple((k, v[:64]) for k, v in r.environment))),
+    ("interfaces", lambda r: r._replace(interfaces=tuple(i for i in r.interfaces if i.up)[:16])),
+    ("environment", lambda r: r._replace(environment=r.environment[:32])),
+    ("gpus", lambda r: r._replace(gpus=r.gpus[:16])),
+)
+
+
+# --- building the record ---------------------------------------------------------------------
+
+
+def redact(value: str, secrets: tuple[str, ...]) -> str:
+    """Credentials in URLs and every known secret value become `<redacted>`."""
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", value)
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Values of every variable whose name looks like a credential, longest first."""
+    values = {v for k, v in environ.items() if cluster_policy.looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def steering_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables that steer collectives and the GPU runtime, redacted and bounded, by name."""
+    secrets = secret_values(environ)
+    limit = cluster_policy.value_max_chars()
+    chosen: list[tuple[str, str]] = []
+    for name in sorted(environ):
+        if not cluster_policy.is_steering_variable(name):
+            continue
+        value = REDACTED if cluster_policy.looks_secret(name) else redact(environ[name], secrets)
+        if len(value) > limit:
+            value = f"{value[:limit]}...(+{len(value) - limit} chars)"
+        chosen.append((name, value))
+    return tuple(chosen)
+
+
+def file_sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
+    """Every GPU of the KFD topology, and the nodes HIP will use (in HIP's order)."""
+    from jax_rocm7_plugin._machine.visibility import hip_view
+
+    machine = facts.machine
+    if machine is None:
+        return (), ()
+    nodes = machine.topology.gpus
+    gpus = tuple(
+        GpuFact(
+            node.index,
+            node.gfx_target,
+            f"GPU-{node.properties['unique_id']:016x}" if node.properties.get("unique_id") else None,
+            _pci_bus(node.properties),
+        )
+        for node in nodes
+    )
+    visible = tuple(node.index for _, node in hip_view(facts.settings.devices, nodes))
+    return gpus, visible
+
+
+def _pci_bus(properties: Mapping[str, int]) -> str | None:
+    """domain:bus:device.function from KFD's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
+    location = properties.get("location_id")
+    if location is None:
+        return None
+    domain = properties.get("domain", 0)
+    return f"{domain:04x}:{(location >> 8) & 0xFF:02x}:{(location >> 3) & 0x1F:02x}.{location & 0x7}"
+
+
+def rocm_fact(facts: Facts) -> RocmFact | None:
+    """The ROCm install the library loads its HIP runtime from; else the first one found (the one
+    ROCM_PATH or /opt/rocm names)."""
+    from jax_rocm7_plugin._names import HIP_SONAME
+
+    runtime = facts.runtime
+    if runtime is None or not runtime.installs:
+        return None
+    dependencies = runtime.dependencies
+    hip = dependencies.found.get(HIP_SONAME) if dependencies is not None else None
+    chosen = runtime.installs[0]
+    if hip is not None:
+        resolved = hip.resolve()
+        chosen = next((i for i in runtime.installs if resolved in {p.resolve() for p in i.hip_runtimes}), chosen)
+    return RocmFact(chosen.version, chosen.source, chosen.location)
+
+
+def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRecord:
+    """The record of a process whose doctor failed in a way no finding foresees: its backend counts as down."""
+    summary = f"the doctor failed: {type(error).__name__}: {error}"[:500]
+    fix = "run `python -m jax_rocm7_plugin doctor` on that host and report what it prints"
+    return ProcessRecord(
+        join,
+        host,
+        (),
+        None,
+        None,
+        None,
+        (),
+        (),
+        False,
+        ("doctor-internal-error", summary, fix),
+        (),
+        None,
+        (None, None),
+        (),
+        (),
+        (),
+    )
+
+
+def build_record(report: Report, facts: Facts, join: JoinFact, environ: Mapping[str, str]) -> ProcessRecord:
+    """This process's record, from the doctor's report and facts and this host's probes."""
+    from jax_rocm7_plugin._machine.host import host_name, open_files_limit
+    from jax_rocm7_plugin._machine.network import interfaces, rdma_devices
+    from jax_rocm7_plugin._machine.shm import shm_size
+
+    root = facts.settings.sysroot
+    gpus, visible = gpu_facts(facts)
+    library = facts.library.path if facts.library is not None else None
+    first = first_blocking(list(report.findings))
+    rdma = rdma_devices(root)
+    python = ("python", ".".join(str(n) for n in sys.version_info[:3]))
+    return ProcessRecord(
+        join=join,
+        host=host_name(root),
+        versions=(python, *report.packages),
+        library_path=str(library) if library is not None else None,
+        library_sha256=file_sha256(library) if library is not None else None,
+        rocm=rocm_fact(facts),
+        gpus=gpus,
+        visible=visible,
+        ok=report.ok,
+        first_error=(first.id, first.summary, first.fix) if first is not None else None,
+        environment=steering_environment(environ),
+        shm_bytes=shm_size(root)[0],
+        open_files=open_files_limit(),
+        interfaces=interfaces(root),
+        rdma_devices=rdma.devices,
+        verbs_nodes=rdma.verbs_nodes,
+    )

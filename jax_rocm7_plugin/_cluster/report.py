@@ -1,0 +1,74 @@
+"""Process 0's report: a verdict, then each finding with the processes and hosts it concerns. JSON at the edge."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from jax_rocm7_plugin._cluster.catalog import ClusterFinding
+from jax_rocm7_plugin._cluster.phrases import hosts_phrase, ranges
+
+EXIT_CONSISTENT, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+class ClusterReport(NamedTuple):
+    processes: int | None  # expected (None: never learned)
+    reported: tuple[int, ...]
+    missing: tuple[int, ...]
+    hosts: tuple[str, ...]
+    findings: tuple[ClusterFinding, ...]
+    coordinator: str | None = None
+    method: str | None = None  # how the processes found each other: slurm, ompi, ..., arguments
+    elapsed_s: float | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if any(f.id == "cluster-usage-invalid" for f in self.findings):
+            return EXIT_USAGE
+        return EXIT_PROBLEMS if any(f.is_problem for f in self.findings) else EXIT_CONSISTENT
+
+    @property
+    def verdict(self) -> str:
+        return {EXIT_CONSISTENT: "consistent", EXIT_PROBLEMS: "problems", EXIT_USAGE: "usage-error"}[self.exit_code]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "processes": self.processes,
+            "reported": list(self.reported),
+            "missing": list(self.missing),
+            "hosts": list(self.hosts),
+            "coordinator": self.coordinator,
+            "method": self.method,
+            "elapsed_s": self.elapsed_s,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def render_json(report: ClusterReport) -> str:
+    return json.dumps(report.to_json(), indent=2)
+
+
+def render_text(report: ClusterReport) -> str:
+    expected = report.processes if report.processes is not None else "?"
+    where = f" on {len(report.hosts)} host(s)" if report.hosts else ""
+    how = f" via {report.method}" if report.method else ""
+    if report.exit_code == EXIT_CONSISTENT:
+        head = f"Cluster: consistent: {len(report.reported)} of {expected} processes{where} reported{how}"
+    else:
+        problems = sum(1 for f in report.findings if f.is_problem)
+        head = f"Cluster: {problems} problem(s): {len(report.reported)} of {expected} processes{where} reported{how}"
+    lines = [head]
+    for finding in report.findings:
+        lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")
+        lines.append(f"      fix: {finding.fix}")
+        if finding.processes or finding.hosts:
+            concerns = []
+            if finding.processes:
+                concerns.append(f"processes {ranges(finding.processes)}")
+            if finding.hosts:
+                concerns.append(f"hosts {hosts_phrase(finding.hosts)}")
+            lines.append(f"      concerns: {'; '.join(concerns)}")
+        lines.extend(f"      evidence: {e}" for e in finding.evidence)
+    return "\n".join(lines)

@@ -1,0 +1,33 @@
+"""Which host this process runs on, and its limits: the facts a job's processes compare per host.
+
+The host name is read under the sysroot (`/proc/sys/kernel/hostname`, the kernel's UTS name)
+so that tests give each process a host of its own; the real root falls back to gethostname.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from jax_rocm7_plugin._machine.sysroot import host_path
+
+HOSTNAME = "/proc/sys/kernel/hostname"
+MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name
+
+
+def host_name(root: Path) -> str:
+    from jax_rocm7_plugin._safe_io import read_text
+
+    try:
+        name = read_text(host_path(root, HOSTNAME), MAX_HOSTNAME_BYTES).strip()
+    except (OSError, ValueError):
+        name = ""
+    return name or socket.gethostname()
+
+
+def open_files_limit() -> tuple[int | None, int | None]:
+    """(soft, hard) RLIMIT_NOFILE of this process; None for unlimited."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return (None if soft == resource.RLIM_INFINITY else soft, None if hard == resource.RLIM_INFINITY else hard)

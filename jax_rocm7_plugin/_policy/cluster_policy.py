@@ -1,0 +1,56 @@
+"""What the cluster preflight compares across processes, and its thresholds (data: cluster_policy.json).
+
+Stdlib only; the JSON is read once per process.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+POLICY = Path(__file__).resolve().parent / "cluster_policy.json"
+REDACTED = "<redacted>"
+
+
+@cache
+def _policy() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(POLICY.read_text(encoding="utf-8"))
+    return data
+
+
+def record_max_bytes() -> int:
+    return int(_policy()["record_max_bytes"])
+
+
+def value_max_chars() -> int:
+    return int(_policy()["value_max_chars"])
+
+
+def is_steering_variable(name: str) -> bool:
+    """A variable that steers collectives or the GPU runtime (its name and value go into the record)."""
+    steering = _policy()["steering_variables"]
+    return name in steering["names"] or name.startswith(tuple(steering["prefixes"]))
+
+
+def is_per_process_variable(name: str) -> bool:
+    """Set per process on purpose (device selection, ranks): recorded, never compared."""
+    rule = _policy()["per_process_variables"]
+    return name in rule["names"] or name.startswith(tuple(rule["prefixes"]))
+
+
+def looks_secret(name: str) -> bool:
+    """A name that may hold a credential: its value never leaves the process."""
+    upper = name.upper()
+    return any(word in upper for word in _policy()["secret_name_words"])
+
+
+def threshold(name: str) -> tuple[int, str]:
+    """(value, why) of a threshold: "shm_min_bytes" or "open_files_min"."""
+    entry = _policy()[name]
+    return int(entry["value"]), str(entry["why"])
+
+
+def loopback_names() -> tuple[str, ...]:
+    return tuple(_policy()["loopback_hosts"])
