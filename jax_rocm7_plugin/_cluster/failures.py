@@ -15,8 +15,9 @@ from jax_rocm7_plugin._cluster.catalog import ClusterFinding
 from jax_rocm7_plugin._cluster.phrases import hosts_phrase, processes_phrase
 
 _REACHED = re.compile(r"# of tasks that reached the barrier: (\d+)/(\d+)")
-_TIMED_OUT = re.compile(r"timed out task names:\s*(.*?)(?:\[type\.|\Z)", re.S)
-_TASK = re.compile(r"(?:task:)?(\d+)\b")
+# After "timed out task names:", one task a line: "3", or "/job:jax_worker/replica:0/task:3".
+_TIMED_OUT = re.compile(r"timed out task names:[ \t]*\n((?:[ \t]*(?:/job:\S*/task:)?\d+[ \t]*\n)+)")
+_TASK = re.compile(r"(\d+)[ \t]*$", re.M)
 _LAST_ERROR = re.compile(r"^[EF]\d{4} [\d:.]+\s+\d+ \S+\] (.*)$", re.M)
 START_MISSING = (
     "start the missing processes (the launcher's log names why they did not start: a failed node, a pod that "

@@ -1,0 +1,195 @@
+"""The cluster preflight with the real engine: processes joining jax.distributed on localhost (jax 0.10.2,
+CPython 3.11, the plugin from this checkout), each with its own synthetic sysroot. tests/e2e repeats the
+main cases on jax 0.12 from built wheels."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import (
+    JOIN_THEN_DIE,
+    ODD_EXPECTED,
+    Job,
+    consistent_job,
+    findings_by_id,
+    free_port,
+    gpus_with_ids,
+    host_sysroot,
+    odd_job,
+    report_of,
+)
+from tests.support.environment import REPO
+
+SLURM_PORT_BASE = 65535 - 2**12 + 1  # jax's Slurm and Open MPI modules pick ports from here
+
+
+@pytest.fixture
+def job(tmp_path: Path, standin_library: Path) -> Job:
+    return Job(Path(sys.executable), standin_library, tmp_path, pythonpath=str(REPO))
+
+
+def test_consistent_cluster_exits_0_everywhere(job: Job, tmp_path: Path, build: Path) -> None:
+    outcomes = consistent_job(job, tmp_path, build, free_port())
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    assert report["verdict"] == "consistent" and report["findings"] == []
+    assert report["reported"] == [0, 1, 2, 3] and report["missing"] == []
+    assert report["hosts"] == ["node-0", "node-1"] and report["method"] == "arguments"
+    assert all(o.stdout == "" and o.stderr == "" for o in outcomes[1:]), "only process 0 speaks"
+
+
+def test_odd_processes_are_named(job: Job, tmp_path: Path, build: Path) -> None:
+    outcomes = odd_job(job, tmp_path, build, free_port(), REPO / "jax_rocm7_plugin")
+    assert [o.returncode for o in outcomes] == [1] * 8, [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    found = findings_by_id(report)
+    assert {k: v["processes"] for k, v in found.items()} == ODD_EXPECTED, report
+    assert found["cluster-gpu-arch-mismatch"]["hosts"] == ["node-3"]
+    assert "ROCm 7.1.1" in str(found["cluster-rocm-mismatch"]["summary"])
+    assert "kfd-device-missing" in str(found["cluster-backend-unavailable"]["summary"])
+    assert ".post9" in str(found["cluster-version-mismatch"]["summary"])
+    assert "eth0 down" in str(found["cluster-socket-ifname-missing"]["summary"])
+
+
+def test_a_process_that_never_starts_is_named_and_nobody_waits_past_the_deadline(job: Job, tmp_path: Path) -> None:
+    port, timeout = free_port(), 15.0
+    commands = []
+    for process in range(3):  # of 4: process 3 never starts
+        root = host_sysroot(tmp_path / f"p{process}", "node-0", gpus_with_ids(4))
+        commands.append((job.explicit(process, 4, port, timeout, "--local-device-ids", str(process)), job.env(root)))
+    outcomes = job.run(commands, timeout + 30)
+    assert [o.returncode for o in outcomes] == [1, 1, 1], [o.stderr[-1500:] for o in outcomes]
+    assert max(o.seconds for o in outcomes) <= timeout + 5
+    assert all("Abort" not in o.stderr and "Traceback" not in o.stderr for o in outcomes)
+    report = report_of(outcomes[0])
+    assert report["missing"] == [3]
+    (finding,) = report["findings"]
+    assert finding["id"] == "cluster-incomplete" and finding["processes"] == [3]
+    assert "3 of 4 processes joined" in finding["summary"]
+    for other in outcomes[1:]:
+        assert other.stdout == "" and "not all 4 processes joined" in other.stderr
+
+
+def test_a_process_that_dies_after_joining_is_named(job: Job, tmp_path: Path) -> None:
+    port, timeout = free_port(), 20.0
+    commands = []
+    for process in range(3):
+        root = host_sysroot(tmp_path / f"p{process}", "node-0", gpus_with_ids(4))
+        commands.append((job.explicit(process, 4, port, timeout, "--local-device-ids", str(process)), job.env(root)))
+    dying = [sys.executable, "-c", JOIN_THEN_DIE, f"127.0.0.1:{port}", "3"]
+    outcomes = job.run([*commands, (dying, job.env(tmp_path))], timeout + 30)
+    assert outcomes[3].returncode == -9 and "joined" in outcomes[3].stdout, outcomes[3].stderr[-1500:]
+    assert [o.returncode for o in outcomes[:3]] == [1, 1, 1], [o.stderr[-1500:] for o in outcomes]
+    assert max(o.seconds for o in outcomes[:3]) <= timeout + 5
+    report = report_of(outcomes[0])
+    assert report["missing"] == [3] and report["reported"] == [0, 1, 2]
+    found = findings_by_id(report)
+    assert found["cluster-incomplete"]["processes"] == [3]
+    assert "died or hung after joining" in str(found["cluster-incomplete"]["summary"])
+
+
+def _launcher_port() -> int:
+    """A free port where jax's Slurm and Open MPI modules can be made to pick it (61440-65535)."""
+    for port in range(SLURM_PORT_BASE + (free_port() % 2000), 65536):
+        with socket.socket(socket.AF_INET6) as probe:
+            try:
+                probe.bind(("::", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 61440-65535")
+
+
+def test_slurm_detection_from_the_variables_srun_sets(job: Job, tmp_path: Path) -> None:
+    port = _launcher_port()
+    commands = []
+    for process in range(4):
+        root = host_sysroot(tmp_path / f"p{process}", "localhost", gpus_with_ids(4))
+        slurm = {
+            "SLURM_JOB_ID": str(port - SLURM_PORT_BASE + 4096 * 7),
+            "SLURM_STEP_NODELIST": "localhost",
+            "SLURM_STEP_NUM_NODES": "1",
+            "SLURM_STEP_TASKS_PER_NODE": "4",
+            "SLURM_NTASKS": "4",
+            "SLURM_PROCID": str(process),
+            "SLURM_LOCALID": str(process),
+        }
+        commands.append((job.argv("--timeout", "60"), job.env(root, **slurm)))
+    outcomes = job.run(commands, 90)
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    assert report["method"] == "slurm" and report["coordinator"] == f"localhost:{port}"
+    assert report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
+
+
+def test_open_mpi_detection_from_the_variables_mpirun_sets(job: Job, tmp_path: Path) -> None:
+    port = _launcher_port()
+    job_id = (port - SLURM_PORT_BASE) * 4096  # jax takes (job id // 4096) % 4096 + 61440
+    commands = []
+    for process in range(4):
+        root = host_sysroot(tmp_path / f"p{process}", "node-0", gpus_with_ids(4))
+        ompi = {
+            "OMPI_MCA_orte_hnp_uri": f"{job_id}.0;tcp://127.0.0.1:34911",
+            "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_RANK": str(process),
+            "OMPI_COMM_WORLD_LOCAL_RANK": str(process),
+        }
+        commands.append((job.argv("--timeout", "60"), job.env(root, **ompi)))
+    outcomes = job.run(commands, 90)
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    assert report["method"] == "ompi" and report["coordinator"] == f"127.0.0.1:{port}"
+    assert report["findings"] == []
+
+
+def test_the_coordinators_port_in_use_is_one_sentence(job: Job, tmp_path: Path) -> None:
+    root = host_sysroot(tmp_path / "p0", "node-0", gpus_with_ids(1))
+    with socket.socket(socket.AF_INET6) as holder:
+        holder.bind(("::", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        (outcome,) = job.run([(job.explicit(0, 2, port, 20), job.env(root))], 40)
+    assert outcome.returncode == 1, outcome.stderr[-1500:]
+    (finding,) = report_of(outcome)["findings"]
+    assert finding["id"] == "cluster-join-failed" and f"port {port} is already in use" in finding["summary"]
+    assert "Traceback" not in outcome.stderr and "Segmentation" not in outcome.stderr
+
+
+def test_a_coordinator_address_that_does_not_resolve_is_one_sentence(job: Job, tmp_path: Path) -> None:
+    root = host_sysroot(tmp_path / "p1", "node-0", gpus_with_ids(1))
+    argv = job.argv("--coordinator-address", "no-such-host.invalid:1234", "--num-processes", "2", "--process-id", "1")
+    (outcome,) = job.run([(argv, job.env(root))], 40)
+    assert outcome.returncode == 1 and outcome.stdout == ""
+    (line,) = outcome.stderr.splitlines()
+    assert "no-such-host.invalid:1234 does not resolve" in line and "Fix:" in line
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, "no launcher was detected"),
+        (
+            {
+                "SLURM_JOB_ID": "77",
+                "SLURM_STEP_NODELIST": "node-[1-2]",
+                "SLURM_NTASKS": "four",
+                "SLURM_PROCID": "0",
+                "SLURM_LOCALID": "0",
+            },
+            "SLURM_NTASKS='four'",
+        ),
+    ],
+    ids=["no-launcher", "slurm-garbage"],
+)
+def test_nothing_to_join_is_a_usage_error(job: Job, tmp_path: Path, variables: dict[str, str], expected: str) -> None:
+    root = host_sysroot(tmp_path / "p", "node-0", gpus_with_ids(1))
+    (outcome,) = job.run([(job.argv("--timeout", "30"), job.env(root, **variables))], 40)
+    assert outcome.returncode == 2, outcome.stderr[-1500:]
+    report = report_of(outcome)
+    assert report["verdict"] == "usage-error"
+    (finding,) = report["findings"]
+    assert finding["id"] == "cluster-usage-invalid" and expected in finding["summary"]
