@@ -47,7 +47,11 @@ LIBRARY_MEMBER = f"{PJRT_PACKAGE}/{LIBRARY_FILE}"
 POLICY = "manylinux_2_28_x86_64"
 ENTRY_POINT = (ENTRY_POINT_NAME, ENTRY_POINT_MODULE)
 # Data the plugin reads at run time (the release table, ROCm's policy).
-PLUGIN_DATA = (f"{PLUGIN_PACKAGE}/_policy/releases.json", f"{PLUGIN_PACKAGE}/_policy/rocm_policy.json")
+PLUGIN_DATA = (
+    f"{PLUGIN_PACKAGE}/_policy/releases.json",
+    f"{PLUGIN_PACKAGE}/_policy/rocm_policy.json",
+    f"{PLUGIN_PACKAGE}/_policy/cluster_policy.json",
+)
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
 PIP_ROCM_DIRS = re.compile(r"(_rocm_sdk_core|_rocm_sdk_libraries[\w-]*|rocm)/lib")
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and

@@ -1,0 +1,226 @@
+"""Process 0's comparison over synthetic records: each check names exactly the odd processes and hosts,
+512 processes read as a few lines, and the words of the rules (interfaces, ranges, host lists) hold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jax_rocm7_plugin._cluster.compare import compare, socket_ifname_problem
+from jax_rocm7_plugin._cluster.failures import coordinator_view
+from jax_rocm7_plugin._cluster.launcher import expand_hostlist, slurm_hosts, tasks_per_node
+from jax_rocm7_plugin._cluster.phrases import ranges
+from jax_rocm7_plugin._cluster.record import (
+    GpuFact,
+    JoinFact,
+    ProcessRecord,
+    RocmFact,
+    encode,
+    from_json,
+    steering_environment,
+)
+from jax_rocm7_plugin._machine.network import Interface
+from jax_rocm7_plugin._policy import cluster_policy
+
+PER_HOST = 8
+ETH = (Interface("lo", True, ("127.0.0.1/8",)), Interface("eth0", True, ("10.0.0.5/24",)))
+
+
+def record(process: int, count: int, **changes: object) -> ProcessRecord:
+    """A healthy process of a job of `count` on hosts of PER_HOST gfx942 GPUs, one GPU per process."""
+    local = process % PER_HOST
+    gpus = tuple(GpuFact(n + 1, "gfx942", f"GPU-{n:016x}", f"0000:{n:02x}:00.0") for n in range(PER_HOST))
+    base = ProcessRecord(
+        join=JoinFact(process, count, local, (local,), "gpu-0:6000", "slurm"),
+        host=f"gpu-{process // PER_HOST}",
+        versions=(("python", "3.11.7"), ("jax", "0.10.2"), ("jaxlib", "0.10.2"), ("jax-rocm7-plugin", "0.10.2")),
+        library_path="/site/xla_rocm_plugin.so",
+        library_sha256="ab" * 32,
+        rocm=RocmFact("7.2.0", "/opt/rocm", "/opt/rocm"),
+        gpus=gpus,
+        visible=tuple(g.node for g in gpus),
+        ok=True,
+        first_error=None,
+        environment=(("NCCL_SOCKET_IFNAME", "eth"), ("HIP_VISIBLE_DEVICES", str(local))),
+        shm_bytes=64 * 1024**3,
+        open_files=(1024, 1048576),
+        interfaces=ETH,
+        rdma_devices=("mlx5_0",),
+        verbs_nodes=("uverbs0",),
+    )
+    return base._replace(**changes)  # type: ignore[arg-type]
+
+
+def job(count: int, odd: dict[int, dict[str, object]] | None = None) -> dict[int, ProcessRecord]:
+    odd = odd or {}
+    return {p: record(p, count, **odd.get(p, {})) for p in range(count)}
+
+
+def ids(records: dict[int, ProcessRecord]) -> dict[str, tuple[int, ...]]:
+    return {f.id: f.processes for f in compare(records)}
+
+
+def test_a_consistent_job_has_no_findings() -> None:
+    assert compare(job(64)) == []
+
+
+def test_512_processes_read_as_a_few_lines() -> None:
+    odd_rocm = RocmFact("7.1.1", "/opt/rocm", "/opt/rocm")
+    records = job(512, {p: {"rocm": odd_rocm} for p in range(136, 144)})
+    (finding,) = compare(records)
+    assert finding.id == "cluster-rocm-mismatch" and finding.processes == tuple(range(136, 144))
+    assert finding.hosts == ("gpu-17",)
+    assert finding.summary.endswith(
+        "ROCm 7.2.0 (/opt/rocm) on 63 hosts (processes 0-135, 144-511); "
+        "ROCm 7.1.1 (/opt/rocm) on gpu-17 (processes 136-143)"
+    )
+
+
+def test_versions_library_and_backend() -> None:
+    versions = (("python", "3.11.7"), ("jax", "0.10.2"), ("jaxlib", "0.10.1"), ("jax-rocm7-plugin", "0.10.2"))
+    error = ("kfd-device-missing", "the amdgpu driver is loaded but /dev/kfd does not exist here", "pass /dev/kfd")
+    found = ids(
+        job(16, {3: {"versions": versions}, 5: {"library_sha256": "cd" * 32}, 9: {"ok": False, "first_error": error}})
+    )
+    assert found == {
+        "cluster-version-mismatch": (3,),
+        "cluster-library-mismatch": (5,),
+        "cluster-backend-unavailable": (9,),
+    }
+
+
+def test_gpu_architecture_and_count_are_compared_per_host() -> None:
+    mi250 = tuple(GpuFact(n + 1, "gfx90a", None, None) for n in range(PER_HOST))
+    four = tuple(GpuFact(n + 1, "gfx942", None, None) for n in range(4))
+    records = job(32, {**{p: {"gpus": mi250} for p in range(8, 16)}})
+    records.update(
+        {
+            p: record(
+                p, 32, gpus=four, visible=(1, 2, 3, 4), join=JoinFact(p, 32, p % 8, (p % 4,), "gpu-0:6000", "slurm")
+            )
+            for p in range(24, 28)
+        }
+    )
+    for p in range(28, 32):
+        del records[p]
+    found = {f.id: f for f in compare(records)}
+    assert found["cluster-gpu-arch-mismatch"].hosts == ("gpu-1",)
+    assert found["cluster-gpu-count-mismatch"].hosts == ("gpu-3",)
+    assert found["cluster-gpu-count-mismatch"].severity == "warning"
+
+
+def test_gpu_use_on_one_host() -> None:
+    def joined(p: int, ids: tuple[int, ...] | None) -> dict[str, object]:
+        return {"join": JoinFact(p, 24, p % 8, ids, "gpu-0:6000", "arguments")}
+
+    # gpu-0: processes 2 and 3 both on device 2; gpu-1: every process sees (and would use) all 8 GPUs;
+    # gpu-2: process 17 asks for device 9 of 8.
+    odd = {3: joined(3, (2,)), **{p: joined(p, None) for p in range(8, 16)}, 17: joined(17, (9,))}
+    found = ids(job(24, odd))
+    assert found == {
+        "cluster-gpu-shared": (2, 3),
+        "cluster-gpus-not-partitioned": tuple(range(8, 16)),
+        "cluster-device-ids-invalid": (17,),
+    }
+
+
+def test_more_local_processes_than_gpus() -> None:
+    records = job(9)
+    records[8] = record(8, 9, host="gpu-0", join=JoinFact(8, 9, 8, (0,), "gpu-0:6000", "arguments"))
+    assert ids(records) == {"cluster-too-many-local-processes": tuple(range(9))}
+
+
+def test_environment_that_steers_collectives_must_agree_but_per_process_selection_may_differ() -> None:
+    odd = {
+        p: {"environment": (("NCCL_SOCKET_IFNAME", "eth"), ("HIP_VISIBLE_DEVICES", "0"), ("NCCL_IB_HCA", "mlx5_1"))}
+        for p in (4, 5)
+    }
+    (finding,) = compare(job(16, odd))
+    assert finding.id == "cluster-env-mismatch" and finding.processes == (4, 5)
+    assert finding.evidence == (
+        "NCCL_IB_HCA: unset on gpu-0, gpu-1 (processes 0-3, 6-15); 'mlx5_1' on gpu-0 (processes 4-5)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "interfaces", "usable"),
+    [
+        ("NCCL_SOCKET_IFNAME", "eth", ETH, True),
+        ("NCCL_SOCKET_IFNAME", "ib", ETH, False),
+        ("NCCL_SOCKET_IFNAME", "=eth", ETH, False),  # exact: no interface is called "eth"
+        ("NCCL_SOCKET_IFNAME", "=eth0", ETH, True),
+        ("NCCL_SOCKET_IFNAME", "^eth,lo", ETH, False),  # excludes everything there is
+        ("NCCL_SOCKET_IFNAME", "^docker", ETH, True),
+        ("NCCL_SOCKET_IFNAME", "eth", (Interface("eth0", False, ()),), False),
+        ("GLOO_SOCKET_IFNAME", "eth0", ETH, True),
+        ("GLOO_SOCKET_IFNAME", "eth0,eth1", ETH, False),
+    ],
+)
+def test_socket_interface_rules(variable: str, value: str, interfaces: tuple[Interface, ...], usable: bool) -> None:
+    assert (socket_ifname_problem(variable, value, interfaces) is None) == usable
+
+
+def test_network_rdma_coordinator_shm_and_open_files() -> None:
+    down = (Interface("lo", True, ()), Interface("eth0", False, ()))
+    odd = {
+        **{p: {"interfaces": down} for p in range(8, 16)},
+        **{p: {"rdma_devices": (), "verbs_nodes": ()} for p in range(16, 24)},
+        **{p: {"shm_bytes": 64 * 1024**2} for p in range(24, 32)},
+        **{p: {"open_files": (1024, 4096)} for p in range(32, 40)},
+    }
+    found = {f.id: f for f in compare(job(40, odd))}
+    assert found["cluster-socket-ifname-missing"].hosts == ("gpu-1",)
+    assert "eth0 down" in found["cluster-socket-ifname-missing"].summary
+    assert found["cluster-rdma-partial"].hosts == ("gpu-2",)
+    assert found["cluster-shm-too-small"].hosts == ("gpu-3",)
+    assert found["cluster-open-files-low"].hosts == ("gpu-4",)
+    minimum, _ = cluster_policy.threshold("open_files_min")
+    assert f"threshold {minimum}" in found["cluster-open-files-low"].evidence[0]
+    assert "cluster-coordinator-loopback" not in found
+    loopback = {p: {"join": JoinFact(p, 16, p % 8, (p % 8,), "127.0.0.1:6000", "arguments")} for p in range(16)}
+    assert ids(job(16, loopback)) == {"cluster-coordinator-loopback": tuple(range(8, 16))}
+
+
+def test_records_are_bounded_and_secrets_never_leave() -> None:
+    environ = {
+        "NCCL_DEBUG": "INFO",
+        "HF_TOKEN": "hf_abcdefgh12345",
+        "NCCL_IB_HCA": "mlx5 hf_abcdefgh12345",
+        "XLA_FLAGS": "--xla_dump_to=https://user:pa55word@example.org/dumps " + "x" * 5000,
+        "NCCL_SECRET_KEY": "zzzz9999",
+        **{f"NCCL_VAR_{i}": "v" * 300 for i in range(100)},
+    }
+    chosen = dict(steering_environment(environ))
+    assert "HF_TOKEN" not in chosen and chosen["NCCL_SECRET_KEY"] == "<redacted>"
+    assert chosen["NCCL_IB_HCA"] == "mlx5 <redacted>"
+    assert "pa55word" not in chosen["XLA_FLAGS"] and "https://<redacted>@example.org" in chosen["XLA_FLAGS"]
+    big = record(0, 1, environment=tuple(chosen.items()), host="h" * 200)
+    text = encode(big)
+    assert len(text.encode()) <= cluster_policy.record_max_bytes()
+    back = from_json(json.loads(text))
+    assert back.truncated and back.join == big.join and back.ok
+    assert "hf_abcdefgh12345" not in text and "pa55word" not in text
+    with pytest.raises(ValueError):
+        from_json({"schema": 99})
+
+
+def test_phrases_and_launcher_words() -> None:
+    assert ranges([7, 0, 1, 2, 3, 5, 8, 3]) == "0-3, 5, 7-8"
+    assert expand_hostlist("gpu-[01-03,07],login1") == ["gpu-01", "gpu-02", "gpu-03", "gpu-07", "login1"]
+    assert expand_hostlist("rack[1-2]-n[1-2]") == ["rack1-n1", "rack1-n2", "rack2-n1", "rack2-n2"]
+    assert expand_hostlist("gpu-[1-") is None and tasks_per_node("8(x2),4") == [8, 8, 4]
+    hosts = slurm_hosts({"SLURM_STEP_NODELIST": "gpu-[1-2]", "SLURM_STEP_TASKS_PER_NODE": "2(x2)"}, 4)
+    assert hosts == {0: "gpu-1", 1: "gpu-1", 2: "gpu-2", 3: "gpu-2"}
+    assert slurm_hosts({"SLURM_STEP_NODELIST": "gpu-1"}, 3) == {0: "gpu-1", 1: "gpu-1", 2: "gpu-1"}
+
+
+def test_the_coordinators_view_of_who_never_joined() -> None:
+    log = (
+        "W1123 coordination_service.cc:388] Barrier timed out.\n# of tasks that reached the barrier: 5/8.\n"
+        "The first task at the barrier: 0. Some timed out task names:\n/job:jax_worker/replica:0/task:3\n"
+        "/job:jax_worker/replica:0/task:7\n [type.googleapis.com/tensorflow.BarrierError='']\n"
+        "Some timed out task names:\n3\n\nAdditional GRPC error information from remote target 0\n"
+    )
+    assert coordinator_view(log) == (5, 8, (3,))
+    assert coordinator_view("nothing useful") == (None, None, ())
