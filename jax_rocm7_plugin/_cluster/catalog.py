@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple, get_args
 
 from jax_rocm7_plugin._findings import Severity
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 
 ClusterFindingId = Literal[
     "cluster-usage-invalid",
@@ -94,6 +95,6 @@ def internal_error(error: BaseException, host: str) -> ClusterFinding:
         "cluster-internal-error",
         "error",
         f"the cluster preflight failed unexpectedly: {type(error).__name__}: {error}",
-        "report this at the jax-rocm7-plugin issue tracker with the command line and this message",
+        f"report this to the {PLUGIN_DISTRIBUTION} maintainers with the command line and this message",
         hosts=(host,),
     )

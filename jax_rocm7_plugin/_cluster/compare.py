@@ -15,11 +15,12 @@ from jax_rocm7_plugin._cluster.catalog import ClusterFinding
 from jax_rocm7_plugin._cluster.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
 from jax_rocm7_plugin._cluster.record import ProcessRecord
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy
 
 K = TypeVar("K", bound=Hashable)
 Records = Mapping[int, ProcessRecord]
-DOCTOR_COMMAND = "python -m jax_rocm7_plugin doctor"
+DOCTOR_COMMAND = f"python -m {PLUGIN_PACKAGE} doctor"
 
 
 def compare(records: Records) -> list[ClusterFinding]:
@@ -121,8 +122,8 @@ def _versions(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFind
             "cluster-version-mismatch",
             "error",
             "package versions differ across processes: " + " | ".join(differing),
-            "install the same jax, jaxlib and jax-rocm7 pair (same Python) on every host, e.g. from one "
-            "requirements file or one container image",
+            f"install the same jax, jaxlib, {PLUGIN_DISTRIBUTION} and {PJRT_DISTRIBUTION} (and Python) on every "
+            "host, e.g. from one requirements file or one container image",
             processes,
             names,
             tuple(differing),
@@ -140,8 +141,8 @@ def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFindi
             "cluster-library-mismatch",
             "error",
             f"the PJRT library differs across processes: {text}",
-            "reinstall jax-rocm7-pjrt on the hosts named (pip install --force-reinstall) so every process loads "
-            "the same file",
+            f"reinstall {PJRT_DISTRIBUTION} on the hosts named (pip install --force-reinstall) so every process "
+            "loads the same file",
             processes,
             names,
             tuple(sorted({f"{records[p].host}: {records[p].library_path}" for p in processes})),

@@ -291,7 +291,9 @@ def rocm_fact(facts: Facts) -> RocmFact | None:
 def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRecord:
     """The record of a process whose doctor failed in a way no finding foresees: its backend counts as down."""
     summary = f"the doctor failed: {type(error).__name__}: {error}"[:500]
-    fix = "run `python -m jax_rocm7_plugin doctor` on that host and report what it prints"
+    from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+
+    fix = f"run `python -m {PLUGIN_PACKAGE} doctor` on that host and report what it prints"
     return ProcessRecord(
         join,
         host,

@@ -126,9 +126,12 @@ def plugin_overlay(package: Path, destination: Path, version: str) -> Path:
 
     target = destination / package.name
     shutil.copytree(package, target, ignore=shutil.ignore_patterns("__pycache__"))
+    import re
+
     text = (target / "version.py").read_text()
-    (target / "version.py").write_text(text.replace("__version__ = JAX_RELEASE", f"__version__ = {version!r}"))
-    assert f"__version__ = {version!r}" in (target / "version.py").read_text()
+    changed = re.sub(r"^__version__ = .*$", f"__version__ = {version!r}", text, count=1, flags=re.M)
+    assert changed != text, "no __version__ line in version.py"
+    (target / "version.py").write_text(changed)
     return destination
 
 

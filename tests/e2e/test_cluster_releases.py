@@ -1,0 +1,88 @@
+"""The cluster preflight on every release of the table, from our built wheels in each combo's venv:
+a consistent job exits 0 everywhere; on jax 0.12 the odd processes are named and a process that never
+starts ends nobody's run in an abort."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import (
+    ODD_EXPECTED,
+    Job,
+    consistent_job,
+    findings_by_id,
+    free_port,
+    gpus_with_ids,
+    host_sysroot,
+    odd_job,
+    report_of,
+)
+from tests.support.environment import Combo
+
+COMBOS = [
+    Combo("0.10.2", "3.11", "0.10.2"),
+    Combo("0.11.2", "3.12", "0.11.2"),
+    Combo("0.12.0", "3.12", "0.12.0"),
+    Combo("0.12.0", "3.13", "0.12.0"),
+    Combo("0.12.0", "3.12", "0.12.0.1"),
+]
+JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
+
+
+def _job(python: Path, standin_library: Path, tmp_path: Path) -> Job:
+    return Job(python, standin_library, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "combo", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS]
+)
+def test_a_consistent_job_on_every_release(
+    combo: Combo, e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path, build: Path
+) -> None:
+    job = _job(e2e_venv(combo), standin_library, tmp_path)
+    outcomes = consistent_job(job, tmp_path, build, free_port())
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    assert report["verdict"] == "consistent" and report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
+
+
+@pytest.mark.xdist_group("e2e-0.12.0")
+def test_odd_processes_are_named_on_jax_012(
+    e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path, build: Path
+) -> None:
+    python = e2e_venv(JAX_012)
+    package = subprocess.run(
+        [str(python), "-c", "import jax_rocm7_plugin, os; print(os.path.dirname(jax_rocm7_plugin.__file__))"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.strip()
+    outcomes = odd_job(_job(python, standin_library, tmp_path), tmp_path, build, free_port(), Path(package))
+    assert [o.returncode for o in outcomes] == [1] * 8, [o.stderr[-1500:] for o in outcomes]
+    found = findings_by_id(report_of(outcomes[0]))
+    assert {k: v["processes"] for k, v in found.items()} == ODD_EXPECTED
+
+
+@pytest.mark.xdist_group("e2e-0.12.0")
+def test_a_process_that_never_starts_on_jax_012(
+    e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
+) -> None:
+    job = _job(e2e_venv(JAX_012), standin_library, tmp_path)
+    port, timeout = free_port(), 15.0
+    commands = []
+    for process in range(7):  # of 8: process 5 never starts
+        index = process if process < 5 else process + 1
+        root = host_sysroot(tmp_path / f"p{index}", f"node-{index // 4}", gpus_with_ids(4))
+        argv = job.explicit(index, 8, port, timeout, "--local-device-ids", str(index % 4))
+        commands.append((argv, job.env(root)))
+    outcomes = job.run(commands, timeout + 30)
+    assert [o.returncode for o in outcomes] == [1] * 7, [o.stderr[-1500:] for o in outcomes]
+    assert max(o.seconds for o in outcomes) <= timeout + 5
+    assert all("Abort" not in o.stderr and "Traceback" not in o.stderr for o in outcomes)
+    report = report_of(outcomes[0])
+    assert report["missing"] == [5] and findings_by_id(report)["cluster-incomplete"]["processes"] == [5]
