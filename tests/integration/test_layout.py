@@ -11,6 +11,7 @@ import zipfile
 
 import pytest
 
+from jax_rocm7_plugin._cluster.catalog import CLUSTER_FINDING_IDS
 from jax_rocm7_plugin._findings import FINDING_IDS
 from tests.support.environment import REPO
 
@@ -62,6 +63,12 @@ def test_readme_lists_exactly_the_finding_ids() -> None:
     readme = (REPO / "README.md").read_text()
     paragraph = readme.split("Finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]
     assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(FINDING_IDS)
+
+
+def test_readme_lists_exactly_the_cluster_finding_ids() -> None:
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme.split("Cluster finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]
+    assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(CLUSTER_FINDING_IDS)
 
 
 def test_names_of_things_are_stated_once() -> None:
