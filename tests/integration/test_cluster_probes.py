@@ -59,3 +59,25 @@ def test_this_machine() -> None:
 def test_loopback_is_judged_without_a_lookup() -> None:
     assert is_loopback_host("127.0.0.2", ("localhost",)) and is_loopback_host("[::1]", ())
     assert is_loopback_host("LOCALHOST", ("localhost",)) and not is_loopback_host("gpu-0", ("localhost",))
+
+
+def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_library: Path) -> None:
+    """unique_id as ROCR_VISIBLE_DEVICES's GPU-<hex>, location_id/domain as a PCI bus id, HIP's order."""
+    from jax_rocm7_plugin._cluster.record import JoinFact, build_record
+    from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+    from jax_rocm7_plugin._settings import read_settings
+
+    root = host_sysroot(tmp_path / "root", "gpu-3", [Gpu(drm_render_minor=128), Gpu(drm_render_minor=129)])
+    for node, (unique, location) in {1: (0x1234ABCD, 0xC100), 2: (0x55, 0x0308)}.items():
+        properties = root / "sys/class/kfd/kfd/topology/nodes" / str(node) / "properties"
+        properties.write_text(properties.read_text() + f"unique_id {unique}\nlocation_id {location}\ndomain 1\n")
+    environ = {"JAX_ROCM_PJRT_LIBRARY": str(standin_library), "ROCR_VISIBLE_DEVICES": "1,0", "HF_TOKEN": "abcdef"}
+    report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
+    record = build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-3:1234", "arguments"), environ)
+    assert [(g.node, g.unique_id, g.pci_bus) for g in record.gpus] == [
+        (1, "GPU-000000001234abcd", "0001:c1:00.0"),
+        (2, "GPU-0000000000000055", "0001:03:01.0"),
+    ]
+    assert record.visible == (2, 1) and record.ok and record.host == "gpu-3"
+    assert record.library_sha256 is not None and len(record.library_sha256) == 64
+    assert dict(record.environment) == {k: v for k, v in environ.items() if k != "HF_TOKEN"}
