@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from jax_rocm7_plugin._cluster import catalog
-from jax_rocm7_plugin._cluster.catalog import ClusterFinding
+from jax_rocm7_plugin._cluster.catalog import ClusterFinding, ClusterFindingId
 from jax_rocm7_plugin._cluster.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
 from jax_rocm7_plugin._cluster.record import ProcessRecord
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
@@ -270,47 +270,37 @@ def _gpu_use(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFindi
                 evidence,
             )
         )
-    if crowded:
-        processes, names = _concerns(records, concerned["crowded"])
-        found.append(
-            catalog.mismatch(
-                "cluster-too-many-local-processes",
-                "error",
-                f"more processes than GPUs on {hosts_phrase(names)}: " + "; ".join(crowded[:4]),
-                "start one process per GPU (srun --ntasks-per-node=<GPUs per node>, mpirun -npernode <GPUs>)",
-                processes,
-                names,
-                tuple(crowded[:16]),
-            )
-        )
-    if unpartitioned:
-        processes, names = _concerns(records, concerned["unpartitioned"])
-        found.append(
-            catalog.mismatch(
-                "cluster-gpus-not-partitioned",
-                "error",
-                f"as many processes as GPUs on {hosts_phrase(names)}, but each process would use every GPU "
-                "(each would allocate memory on all of them)",
-                "give each process its GPU: launch with srun or mpirun (jax then sets local_device_ids to the "
-                "local rank), pass --local-device-ids, or set HIP_VISIBLE_DEVICES per local rank",
-                processes,
-                names,
-                tuple(unpartitioned[:16]),
-            )
-        )
-    if shared:
-        processes, names = _concerns(records, concerned["shared"])
-        found.append(
-            catalog.mismatch(
-                "cluster-gpu-shared",
-                "error",
-                f"processes on one host would use the same GPU: {'; '.join(shared[:4])}",
-                "give each local process a GPU of its own (distinct local_device_ids or HIP_VISIBLE_DEVICES)",
-                processes,
-                names,
-                tuple(shared[:16]),
-            )
-        )
+    # Per host, one of three: more processes than GPUs, each process on every GPU, or GPUs shared.
+    host_rules: tuple[tuple[ClusterFindingId, str, list[str], str, str], ...] = (
+        (
+            "cluster-too-many-local-processes",
+            "crowded",
+            crowded,
+            "more processes than GPUs on {hosts}: {first}",
+            "start one process per GPU (srun --ntasks-per-node=<GPUs per node>, mpirun -npernode <GPUs>)",
+        ),
+        (
+            "cluster-gpus-not-partitioned",
+            "unpartitioned",
+            unpartitioned,
+            "as many processes as GPUs on {hosts}, but each process would use every GPU (each would allocate "
+            "memory on all of them)",
+            "give each process its GPU: launch with srun or mpirun (jax then sets local_device_ids to the local "
+            "rank), pass --local-device-ids, or set HIP_VISIBLE_DEVICES per local rank",
+        ),
+        (
+            "cluster-gpu-shared",
+            "shared",
+            shared,
+            "processes on one host would use the same GPU: {first}",
+            "give each local process a GPU of its own (distinct local_device_ids or HIP_VISIBLE_DEVICES)",
+        ),
+    )
+    for finding_id, key, lines, summary, fix in host_rules:
+        if lines:
+            processes, names = _concerns(records, concerned[key])
+            text = summary.format(hosts=hosts_phrase(names), first="; ".join(lines[:4]))
+            found.append(catalog.mismatch(finding_id, "error", text, fix, processes, names, tuple(lines[:16])))
     return found
 
 

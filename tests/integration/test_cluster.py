@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,24 @@ def _launcher_port() -> int:
     raise AssertionError("no free port in 61440-65535")
 
 
-def test_slurm_detection_from_the_variables_srun_sets(job: Job, tmp_path: Path) -> None:
-    port = _launcher_port()
+def _launched(job: Job, tmp_path: Path, host: str, launcher: Callable[[int], dict[str, str]]) -> dict[str, object]:
+    """Four processes with a launcher's variables and no join options; all exit 0; process 0's report."""
     commands = []
     for process in range(4):
-        root = host_sysroot(tmp_path / f"p{process}", "localhost", gpus_with_ids(4))
-        slurm = {
+        root = host_sysroot(tmp_path / f"p{process}", host, gpus_with_ids(4))
+        commands.append((job.argv("--timeout", "60"), job.env(root, **launcher(process))))
+    outcomes = job.run(commands, 90)
+    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
+    report = report_of(outcomes[0])
+    assert report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
+    return report
+
+
+def test_slurm_detection_from_the_variables_srun_sets(job: Job, tmp_path: Path) -> None:
+    port = _launcher_port()
+
+    def srun(process: int) -> dict[str, str]:
+        return {
             "SLURM_JOB_ID": str(port - SLURM_PORT_BASE + 4096 * 7),
             "SLURM_STEP_NODELIST": "localhost",
             "SLURM_STEP_NUM_NODES": "1",
@@ -118,32 +131,25 @@ def test_slurm_detection_from_the_variables_srun_sets(job: Job, tmp_path: Path) 
             "SLURM_PROCID": str(process),
             "SLURM_LOCALID": str(process),
         }
-        commands.append((job.argv("--timeout", "60"), job.env(root, **slurm)))
-    outcomes = job.run(commands, 90)
-    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
-    report = report_of(outcomes[0])
+
+    report = _launched(job, tmp_path, "localhost", srun)
     assert report["method"] == "slurm" and report["coordinator"] == f"localhost:{port}"
-    assert report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
 
 
 def test_open_mpi_detection_from_the_variables_mpirun_sets(job: Job, tmp_path: Path) -> None:
     port = _launcher_port()
     job_id = (port - SLURM_PORT_BASE) * 4096  # jax takes (job id // 4096) % 4096 + 61440
-    commands = []
-    for process in range(4):
-        root = host_sysroot(tmp_path / f"p{process}", "node-0", gpus_with_ids(4))
-        ompi = {
+
+    def mpirun(process: int) -> dict[str, str]:
+        return {
             "OMPI_MCA_orte_hnp_uri": f"{job_id}.0;tcp://127.0.0.1:34911",
             "OMPI_COMM_WORLD_SIZE": "4",
             "OMPI_COMM_WORLD_RANK": str(process),
             "OMPI_COMM_WORLD_LOCAL_RANK": str(process),
         }
-        commands.append((job.argv("--timeout", "60"), job.env(root, **ompi)))
-    outcomes = job.run(commands, 90)
-    assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
-    report = report_of(outcomes[0])
+
+    report = _launched(job, tmp_path, "node-0", mpirun)
     assert report["method"] == "ompi" and report["coordinator"] == f"127.0.0.1:{port}"
-    assert report["findings"] == []
 
 
 def test_the_coordinators_port_in_use_is_one_sentence(job: Job, tmp_path: Path) -> None:
