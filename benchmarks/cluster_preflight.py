@@ -56,6 +56,20 @@ def sysroot(root: Path, host: str) -> Path:
     (root / "dev/dri/renderD128").write_text("")
     (root / "proc/sys/kernel").mkdir(parents=True)
     (root / "proc/sys/kernel/hostname").write_text(host + "\n")
+    libraries = root / "lib/x86_64-linux-gnu"  # the host's C and C++ runtime, which the library needs
+    libraries.mkdir(parents=True)
+    for name in (
+        "libc.so.6",
+        "libm.so.6",
+        "libdl.so.2",
+        "libpthread.so.0",
+        "librt.so.1",
+        "libgcc_s.so.1",
+        "libstdc++.so.6",
+        "ld-linux-x86-64.so.2",
+    ):
+        if (Path("/lib/x86_64-linux-gnu") / name).exists():
+            (libraries / name).symlink_to((Path("/lib/x86_64-linux-gnu") / name).resolve())
     return root
 
 
