@@ -103,8 +103,9 @@ def detect(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def join(found: dict[str, Any], deadline: float, join_seconds: int) -> Any:
-    """Process 0 starts the service; every process connects. Returns the client (and keeps the service)."""
+def join(found: dict[str, Any], deadline: float, join_seconds: int) -> tuple[Any, Any]:
+    """Process 0 starts the service; every process connects. The service (None but on process 0) and the
+    client, both kept alive by the caller until os._exit."""
     try:
         from jax._src.lib import _jax as xla
     except ImportError:  # jaxlib releases before the module was renamed
@@ -141,8 +142,7 @@ def join(found: dict[str, Any], deadline: float, join_seconds: int) -> Any:
         client.connect()
     except Exception as error:  # noqa: BLE001 - jaxlib says "std::bad_cast" here: the parent explains
         fail("join", f"{type(error).__name__}: {error}")
-    join.keep = (service, client)  # type: ignore[attr-defined]  # both live until os._exit
-    return client
+    return service, client
 
 
 def gather(client: Any, count: int, deadline: float) -> tuple[dict[int, str], list[int]]:
@@ -179,7 +179,7 @@ def main() -> None:
         os._exit(0)
     # The exchange after joining needs a few seconds: the join may use the rest.
     join_seconds = max(1, int(deadline - time.time() - float(job["reserve"])))
-    client = join(found, deadline, join_seconds)
+    _service, client = join(found, deadline, join_seconds)  # the service lives in process 0 until os._exit
     emit("joined")
     process_id, count = found["process_id"], found["num_processes"]
     record = read_message()["record"]

@@ -45,7 +45,6 @@ class CourierLink:
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._buffer = b""
-        self.events: list[dict[str, Any]] = []
         self._drain = threading.Thread(target=self._drain_stderr, name="jax-rocm7-courier-stderr", daemon=True)
         self._drain.start()
 
@@ -85,7 +84,6 @@ class CourierLink:
                     continue  # not ours (a library printing to stdout)
                 if not isinstance(event, dict):
                     continue
-                self.events.append(event)
                 if event.get("event") in (*wanted, "error"):
                     return event
                 continue

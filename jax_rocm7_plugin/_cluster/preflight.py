@@ -66,15 +66,14 @@ class _Run:
             self.err.write(f"{who}: {text}\n")
             self.err.flush()
 
-    def finish(
+    def report(
         self,
         findings: list[ClusterFinding],
         reported: tuple[int, ...] = (),
         missing: tuple[int, ...] = (),
         hosts: tuple[str, ...] = (),
-    ) -> int:
-        """Process 0 (or a process that cannot know it is not 0) prints the report; others one line on stderr."""
-        report = ClusterReport(
+    ) -> ClusterReport:
+        return ClusterReport(
             self.expected,
             reported,
             missing,
@@ -84,11 +83,17 @@ class _Run:
             self.method,
             round(time.time() - self.started, 3),
         )
+
+    def finish(self, findings: list[ClusterFinding], missing: tuple[int, ...] = ()) -> int:
+        return self.show(self.report(findings, missing=missing))
+
+    def show(self, report: ClusterReport) -> int:
+        """Process 0 (or a process that cannot know it is not 0) prints the report; others one line on stderr."""
         if self.process_id in (0, None):
             self.out.write((render_json(report) if self.options.json else render_text(report)) + "\n")
             self.out.flush()
         elif report.exit_code != 0:
-            for finding in findings:
+            for finding in report.findings:
                 self.err.write(f"cluster preflight, process {self.process_id}: {finding.summary}. Fix: {finding.fix}\n")
             self.err.flush()
         return report.exit_code
@@ -99,7 +104,7 @@ class _Run:
         from jax_rocm7_plugin._machine.host import host_name
 
         root = self.options.sysroot or Path(self.environ.get("JAX_ROCM_SYSROOT") or "/")
-        self.host = host_name(root) if root.is_dir() else socket.gethostname()
+        self.host = host_name(root)  # gethostname where the root has no kernel host name
         link = CourierLink(self._courier_environment())
         try:
             return self._run_with(link)
@@ -212,7 +217,12 @@ class _Run:
 
         address = str(self.coordinator)
         host, _, port = address.rpartition(":")
-        why = _within(RESOLVE_SECONDS, lambda: resolves(host), f"no answer within {RESOLVE_SECONDS:g} s")
+        from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+        try:
+            why = with_deadline(lambda: resolves(host), RESOLVE_SECONDS)
+        except Deadline:
+            why = f"no answer within {RESOLVE_SECONDS:g} s"
         if why is not None:
             return failures.does_not_resolve(address, why, self.process_id, self.host)
         if self.process_id == 0:
@@ -238,7 +248,7 @@ class _Run:
             return encode(failed_record(join, self.host, report_and_facts))
         report, facts = report_and_facts
         try:
-            return encode(build_record(report, facts, join, self.environ))
+            return encode(build_record(report, facts, join, self.environ, self.host))
         except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still a record
             return encode(failed_record(join, self.host, error))
 
@@ -255,12 +265,9 @@ class _Run:
             return self.finish([self._courier_error(link, gathered)])
         records = {}
         findings: list[ClusterFinding] = []
-        unreadable: list[str] = []
         for key, text in gathered["records"].items():
-            try:
+            with contextlib.suppress(ValueError):  # a record that is none counts as missing
                 records[int(key)] = from_json(json.loads(text))
-            except ValueError as error:
-                unreadable.append(f"process {key}: {error}")
         missing = tuple(sorted({*gathered["missing"], *(int(k) for k in gathered["records"] if int(k) not in records)}))
         expected = int(self.expected or 0)
         if missing:
@@ -268,27 +275,23 @@ class _Run:
             findings.append(failures.did_not_report(expected, missing, self.options.timeout, launcher))
         findings.extend(compare(records))
         hosts = tuple(sorted({r.host for r in records.values()}))
-        report = ClusterReport(expected, tuple(sorted(records)), missing, hosts, tuple(findings))
+        report = self.report(findings, tuple(sorted(records)), missing, hosts)
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
         with contextlib.suppress(CourierGone):  # the verdict is out; the others say if they could not read it
             link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
-        return self.finish(findings, tuple(sorted(records)), missing, hosts)
+        return self.show(report)
 
     def _await_verdict(self, link: CourierLink) -> int:
         try:
             event = link.wait_for(("verdict",), self.deadline + KILL_GRACE_SECONDS)
+            why = str(event.get("message", ""))[:200] if event["event"] == "error" else None
         except CourierGone as gone:
             why = (
                 "the deadline passed" if gone.why == "deadline" else f"the client {death_description(gone.returncode)}"
             )
-            return self.finish(
-                [failures.no_verdict(str(self.coordinator), self.options.timeout, self._pid(), self.host, why)]
-            )
-        if event["event"] == "error":
-            why = str(event.get("message", ""))[:200]
-            return self.finish(
-                [failures.no_verdict(str(self.coordinator), self.options.timeout, self._pid(), self.host, why)]
-            )
+        if why is not None:
+            no_verdict = failures.no_verdict(str(self.coordinator), self.options.timeout, self._pid(), self.host, why)
+            return self.finish([no_verdict])
         verdict = event["verdict"]
         self.say(f"process 0's verdict: {verdict.get('verdict')}")
         link.close(time.time() + KILL_GRACE_SECONDS)
@@ -396,19 +399,6 @@ def port_taken(bind: str) -> str | None:
             return f"bind({bind}): {error.strerror}"
         return None  # another reason (no IPv6 here, say): let the service try and say what it says
     return None
-
-
-def _within(seconds: float, call: Any, late: str) -> Any:
-    """call() in a daemon thread; `late` if it does not return in time (a resolver that hangs)."""
-    outcome: list[Any] = [late]
-
-    def run() -> None:
-        outcome[0] = call()
-
-    worker = threading.Thread(target=run, name="jax-rocm7-resolve", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    return outcome[0]
 
 
 def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:

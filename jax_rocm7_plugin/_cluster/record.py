@@ -290,9 +290,9 @@ def rocm_fact(facts: Facts) -> RocmFact | None:
 
 def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRecord:
     """The record of a process whose doctor failed in a way no finding foresees: its backend counts as down."""
-    summary = f"the doctor failed: {type(error).__name__}: {error}"[:500]
     from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 
+    summary = f"the doctor failed: {type(error).__name__}: {error}"[:500]
     fix = f"run `python -m {PLUGIN_PACKAGE} doctor` on that host and report what it prints"
     return ProcessRecord(
         join,
@@ -314,9 +314,10 @@ def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRec
     )
 
 
-def build_record(report: Report, facts: Facts, join: JoinFact, environ: Mapping[str, str]) -> ProcessRecord:
-    """This process's record, from the doctor's report and facts and this host's probes."""
-    from jax_rocm7_plugin._machine.host import host_name, open_files_limit
+def build_record(report: Report, facts: Facts, join: JoinFact, environ: Mapping[str, str], host: str) -> ProcessRecord:
+    """This process's record, from the doctor's report and facts and this host's probes (`host`: its name,
+    as `_machine.host.host_name` reads it under the sysroot)."""
+    from jax_rocm7_plugin._machine.host import open_files_limit
     from jax_rocm7_plugin._machine.network import interfaces, rdma_devices
     from jax_rocm7_plugin._machine.shm import shm_size
 
@@ -328,7 +329,7 @@ def build_record(report: Report, facts: Facts, join: JoinFact, environ: Mapping[
     python = ("python", ".".join(str(n) for n in sys.version_info[:3]))
     return ProcessRecord(
         join=join,
-        host=host_name(root),
+        host=host,
         versions=(python, *report.packages),
         library_path=str(library) if library is not None else None,
         library_sha256=file_sha256(library) if library is not None else None,

@@ -73,7 +73,7 @@ def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_librar
         properties.write_text(properties.read_text() + f"unique_id {unique}\nlocation_id {location}\ndomain 1\n")
     environ = {"JAX_ROCM_PJRT_LIBRARY": str(standin_library), "ROCR_VISIBLE_DEVICES": "1,0", "HF_TOKEN": "abcdef"}
     report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
-    record = build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-3:1234", "arguments"), environ)
+    record = build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-3:1234", "arguments"), environ, host_name(root))
     assert [(g.node, g.unique_id, g.pci_bus) for g in record.gpus] == [
         (1, "GPU-000000001234abcd", "0001:c1:00.0"),
         (2, "GPU-0000000000000055", "0001:03:01.0"),
