@@ -14,6 +14,7 @@ from jax_rocm7_plugin._cluster import catalog
 from jax_rocm7_plugin._cluster.catalog import ClusterFinding, ClusterFindingId
 from jax_rocm7_plugin._cluster.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
 from jax_rocm7_plugin._cluster.record import ProcessRecord
+from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy
@@ -131,46 +132,58 @@ def _versions(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFind
     ]
 
 
-def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
-    groups = _group(records, lambda r: r.library_sha256)
+def _differs(
+    records: Records,
+    groups: dict[K, list[int]],
+    label: Callable[[K], str],
+    rule: tuple[ClusterFindingId, Severity, str, str],
+    evidence: Callable[[tuple[int, ...]], tuple[str, ...]] = lambda processes: (),
+) -> list[ClusterFinding]:
+    """One finding when the processes fall into several groups: `rule` is (id, severity, summary with
+    {groups} for the grouped text, fix); it concerns the processes outside the largest group."""
     if len(groups) < 2:
         return []
-    text, processes, names = _mismatch(records, groups, lambda s: f"sha256 {s[:12]}" if s else "no PJRT library")
+    text, processes, names = _mismatch(records, groups, label)
+    finding_id, severity, summary, fix = rule
     return [
-        catalog.mismatch(
+        catalog.mismatch(finding_id, severity, summary.format(groups=text), fix, processes, names, evidence(processes))
+    ]
+
+
+def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    return _differs(
+        records,
+        _group(records, lambda r: r.library_sha256),
+        lambda s: f"sha256 {s[:12]}" if s else "no PJRT library",
+        (
             "cluster-library-mismatch",
             "error",
-            f"the PJRT library differs across processes: {text}",
+            "the PJRT library differs across processes: {groups}",
             f"reinstall {PJRT_DISTRIBUTION} on the hosts named (pip install --force-reinstall) so every process "
             "loads the same file",
-            processes,
-            names,
-            tuple(sorted({f"{records[p].host}: {records[p].library_path}" for p in processes})),
-        )
-    ]
+        ),
+        lambda processes: tuple(sorted({f"{records[p].host}: {records[p].library_path}" for p in processes})),
+    )
 
 
 def _rocm(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     if all(r.rocm is None for r in records.values()):
         return []
-    groups = _group(records, lambda r: (r.rocm.version, r.rocm.source) if r.rocm else None)
-    if len(groups) < 2:
-        return []
 
     def label(key: tuple[str | None, str] | None) -> str:
         return "no ROCm" if key is None else f"ROCm {key[0] or 'of unknown version'} ({key[1]})"
 
-    text, processes, names = _mismatch(records, groups, label)
-    return [
-        catalog.mismatch(
+    return _differs(
+        records,
+        _group(records, lambda r: (r.rocm.version, r.rocm.source) if r.rocm else None),
+        label,
+        (
             "cluster-rocm-mismatch",
             "error",
-            f"the ROCm the library loads differs across processes: {text}",
+            "the ROCm the library loads differs across processes: {groups}",
             "install the same ROCm release, from the same source, on every host (or use one container image)",
-            processes,
-            names,
-        )
-    ]
+        ),
+    )
 
 
 def _host_groups(
@@ -184,38 +197,32 @@ def _host_groups(
 
 
 def _gpu_arch(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
-    groups = _host_groups(records, hosts, lambda r: tuple(sorted({g.gfx or "unknown" for g in r.gpus})))
-    if len(groups) < 2:
-        return []
-    text, processes, names = _mismatch(records, groups, lambda k: ", ".join(k) or "no GPU")
-    return [
-        catalog.mismatch(
+    return _differs(
+        records,
+        _host_groups(records, hosts, lambda r: tuple(sorted({g.gfx or "unknown" for g in r.gpus}))),
+        lambda k: ", ".join(k) or "no GPU",
+        (
             "cluster-gpu-arch-mismatch",
             "error",
-            f"GPU architectures differ across hosts: {text}",
+            "GPU architectures differ across hosts: {groups}",
             "run the job on hosts of one GPU model (Slurm: --constraint or a partition of one model)",
-            processes,
-            names,
-        )
-    ]
+        ),
+    )
 
 
 def _gpu_count(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
-    groups = _host_groups(records, hosts, lambda r: len(r.gpus))
-    if len(groups) < 2:
-        return []
-    text, processes, names = _mismatch(records, groups, lambda n: f"{n} GPU(s)")
-    return [
-        catalog.mismatch(
+    return _differs(
+        records,
+        _host_groups(records, hosts, lambda r: len(r.gpus)),
+        lambda n: f"{n} GPU(s)",
+        (
             "cluster-gpu-count-mismatch",
             "warning",
-            f"the number of GPUs differs across hosts: {text}",
+            "the number of GPUs differs across hosts: {groups}",
             "check the hosts named for GPUs that dropped off (dmesg, amd-smi list), or give each host the same "
             "number of processes and GPUs",
-            processes,
-            names,
-        )
-    ]
+        ),
+    )
 
 
 def _gpu_use(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
