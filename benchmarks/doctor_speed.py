@@ -55,7 +55,7 @@ def time_command(command: list[str], runs: int) -> list[float]:
 
 def synthetic_machine(root: Path) -> Path:
     """8 x gfx942 with render nodes, /dev/kfd, and a ROCm 7 tree holding a HIP runtime."""
-    from tests.sysroots import Gpu, make_sysroot
+    from tests.support.sysroots import Gpu, make_sysroot
 
     make_sysroot(root, [Gpu(drm_render_minor=128 + i) for i in range(8)])
     lib = root / "opt" / "rocm-7.0.2" / "lib"
