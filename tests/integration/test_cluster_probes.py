@@ -81,3 +81,54 @@ def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_librar
     assert record.visible == (2, 1) and record.ok and record.host == "gpu-3"
     assert record.library_sha256 is not None and len(record.library_sha256) == 64
     assert dict(record.environment) == {k: v for k, v in environ.items() if k != "HF_TOKEN"}
+
+
+SECRETS = {
+    "HF_TOKEN": "hf_planted_token_0001",
+    "NCCL_IB_AUTH_KEY": "planted-key-0002",
+    "WANDB_API_KEY": "planted-wandb-0003",
+}
+
+
+def _planted(process: int) -> dict[str, str]:
+    """Secrets where they belong and where they do not: in a steering variable's value and a URL."""
+    return {
+        **SECRETS,
+        "NCCL_IB_HCA": f"mlx5_{process} {SECRETS['HF_TOKEN']}",
+        "XLA_FLAGS": f"--xla_dump_to=https://user:{SECRETS['WANDB_API_KEY']}@example.org/p{process}",
+    }
+
+
+def test_no_secret_leaves_in_a_record(tmp_path: Path, standin_library: Path) -> None:
+    from jax_rocm7_plugin._cluster.record import JoinFact, build_record, encode
+    from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+    from jax_rocm7_plugin._settings import read_settings
+
+    root = host_sysroot(tmp_path / "root", "gpu-0", [Gpu()])
+    environ = {"JAX_ROCM_PJRT_LIBRARY": str(standin_library), **_planted(0)}
+    report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
+    text = encode(build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-0:1234", "arguments"), environ, "gpu-0"))
+    assert not [s for s in SECRETS.values() if s in text] and "user:" not in text
+    assert "NCCL_IB_HCA" in text and "<redacted>" in text
+
+
+def test_no_secret_leaves_in_any_process_output(tmp_path: Path, standin_library: Path) -> None:
+    """Two processes whose steering variables differ (so their values are printed), secrets planted in them."""
+    import sys
+
+    from tests.support.cluster import Job, free_port, gpus_with_ids, report_of
+    from tests.support.environment import REPO
+
+    job = Job(Path(sys.executable), standin_library, tmp_path, pythonpath=str(REPO))
+    port = free_port()
+    commands = []
+    for process in range(2):
+        root = host_sysroot(tmp_path / f"p{process}", f"node-{process}", gpus_with_ids(1))
+        argv = job.explicit(process, 2, port, 60, "--verbose")
+        commands.append((argv, job.env(root, **_planted(process))))
+    outcomes = job.run(commands, 90)
+    assert [o.returncode for o in outcomes] == [1, 1], [o.stderr[-1500:] for o in outcomes]
+    mismatch = next(f for f in report_of(outcomes[0])["findings"] if f["id"] == "cluster-env-mismatch")  # type: ignore[union-attr]
+    assert "NCCL_IB_HCA" in str(mismatch["evidence"]) and "<redacted>" in str(mismatch["evidence"])
+    every_byte = "".join(o.stdout + o.stderr for o in outcomes)
+    assert not [s for s in SECRETS.values() if s in every_byte] and "user:" not in every_byte
