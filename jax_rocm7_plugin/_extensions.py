@@ -73,7 +73,7 @@ def load_native(name: str) -> ModuleType:
     path = native_path(module)
     settings = _settings()
     # In a child first: a module that dies loading must not kill us.
-    verdict = load_test.probe(path, "module", settings.load_identity, settings.cache_dir)
+    verdict = load_test.probe(path, "module", settings)
     if verdict.crashed:
         sentence = lost(module, f"loading {path.name} kills the process ({verdict.crashed})")
         _report_once(module, sentence)
@@ -87,7 +87,7 @@ def load_native(name: str) -> ModuleType:
     except ImportError as error:
         from jax_rocm7_plugin._binary.pjrt_api import missing_dependency
 
-        library = missing_dependency(str(error), path)
+        library = missing_dependency(str(error), path.name)
         sentence = lost(module, f"{library} not found" if library else str(error))
         _report_once(module, sentence)
         raise ImportError(sentence) from None

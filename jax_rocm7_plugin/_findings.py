@@ -240,6 +240,7 @@ _VARIABLE_WANTS = {
     "JAX_ROCM_SYSROOT": "an absolute path of a directory (a machine image's root)",
     "JAX_ROCM_PJRT_LIBRARY": "the absolute path of a PJRT plugin .so",
     "ROCM_PATH": "the directory of a ROCm install (e.g. /opt/rocm)",
+    "JAX_ROCM_LOAD_TIMEOUT": "a number of seconds (e.g. 120 on a slow shared filesystem)",
 }
 
 

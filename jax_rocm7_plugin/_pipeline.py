@@ -175,7 +175,7 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
     elif library is None or not load:
         return
     # In a child process first: a library that dies while loading must not take `import jax` with it.
-    facts.verdict = load_test.probe(library.path, "pjrt", settings.load_identity, settings.cache_dir)
+    facts.verdict = load_test.probe(library.path, "pjrt", settings)
     refused = load_test.verdict_finding(library.path, facts.verdict)
     if refused is not None:
         yield refused
@@ -188,7 +188,7 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
     if not any(f.blocks_rocm for f in facts.runtime.findings):
         error = facts.verdict.error or "unknown error"
         yield catalog.library_dependency_missing(
-            f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path)}, "
+            f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path.name)}, "
             "which the dynamic loader cannot find",
             (error, f"library: {library.path}"),
         )

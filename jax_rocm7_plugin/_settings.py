@@ -25,6 +25,11 @@ ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
 HIP_VISIBLE = "HIP_VISIBLE_DEVICES"
 CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 GPU_ORDINAL = "GPU_DEVICE_ORDINAL"
+LOAD_TIMEOUT = "JAX_ROCM_LOAD_TIMEOUT"
+# Seconds the child-process load test of a library may take. A cold load of the published 459-503 MB
+# libraries takes ~0.3 s from local disk (benchmarks/cold_load.py); 100 times that leaves room for
+# network filesystems and eight processes of a node loading at once, and still ends a hung constructor.
+DEFAULT_LOAD_TIMEOUT = 30.0
 # The variables jaxlib reads when it builds GPU client options.
 XLA_CLIENT_VARIABLES = (
     "XLA_PYTHON_CLIENT_ALLOCATOR",
@@ -66,6 +71,7 @@ class Settings(NamedTuple):
     runfiles_dir: str | None = None  # Bazel's RUNFILES_DIR / RUNFILES_MANIFEST_FILE (development runs)
     runfiles_manifest: str | None = None
     cache_dir: Path | None = None  # load verdicts; None where no absolute XDG_CACHE_HOME or HOME
+    load_timeout: float = DEFAULT_LOAD_TIMEOUT  # JAX_ROCM_LOAD_TIMEOUT, seconds
     load_identity: tuple[str, ...] = ()  # NAME=value of LOAD_VARIABLES
     path_findings: tuple[Finding, ...] = ()  # the plugin's path variables that cannot be used
     xla_client_findings: tuple[Finding, ...] = ()
@@ -94,6 +100,7 @@ def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, pl
             problem = "is not a directory; ROCm is looked for in the usual places instead"
         if problem is not None:
             found.append(catalog.environment_variable_invalid(ROCM_PATH, rocm_path, problem, blocks=False))
+    load_timeout = _load_timeout(environ.get(LOAD_TIMEOUT) or "", found)
     xla_client = tuple((name, environ[name]) for name in XLA_CLIENT_VARIABLES if name in environ)
     problems = xla_client_problems(dict(xla_client))
     return Settings(
@@ -110,6 +117,7 @@ def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, pl
         runfiles_dir=environ.get("RUNFILES_DIR") or None,
         runfiles_manifest=environ.get("RUNFILES_MANIFEST_FILE") or None,
         cache_dir=_cache_dir(environ),
+        load_timeout=load_timeout,
         load_identity=tuple(f"{name}={environ.get(name, '')}" for name in LOAD_VARIABLES),
         path_findings=tuple(found),
         sysroot_finding=bad_root,
@@ -117,6 +125,21 @@ def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, pl
             (catalog.xla_client_env_invalid("; ".join(problems), xla_client_evidence(xla_client)),) if problems else ()
         ),
     )
+
+
+def _load_timeout(value: str, found: list[Finding]) -> float:
+    """JAX_ROCM_LOAD_TIMEOUT in seconds; a value that is not a positive number is named and the default used."""
+    if not value:
+        return DEFAULT_LOAD_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if 0 < seconds < float("inf"):
+        return seconds
+    problem = f"is not a positive number of seconds; the default, {DEFAULT_LOAD_TIMEOUT:g} s, is used"
+    found.append(catalog.environment_variable_invalid(LOAD_TIMEOUT, value, problem, blocks=False))
+    return DEFAULT_LOAD_TIMEOUT
 
 
 def _sysroot_finding(value: str) -> Finding | None:

@@ -1,13 +1,17 @@
 """Load a shared object in a child process first, so one that crashes on load cannot kill `import jax`.
 
-The child dlopens the library and, for a PJRT plugin, calls GetPjrtApi and reads the C API
-version and the extension chain; it prints one JSON line. A child killed by a signal (abort in
-a constructor, SIGSEGV, SIGILL from instructions this CPU lacks) or by the time limit is the
-verdict; the library is then not loaded in this process. A verdict is kept per identity of the
-file (path, size, mtime, inode) and of the settings that change what a load finds
-(LD_LIBRARY_PATH, ROCm variables), in $XDG_CACHE_HOME/jax-rocm7-plugin (written only where
-writable), so later imports pay one stat and one small read. Failed dlopens (a missing
-dependency) are not cached: they depend on the machine and cost little.
+The child (`load_child.py`, through the one runner in `child.py`) dlopens the library and, for a
+PJRT plugin, does what jaxlib does first: calls GetPjrtApi, reads the PJRT_Api table (C API
+version, extension chain, every function pointer: none may be NULL or point outside the library's
+code), then calls PJRT_Plugin_Initialize and PJRT_Plugin_Attributes. A child killed by a signal
+(abort in a constructor, SIGSEGV, SIGILL from instructions this CPU lacks) or by the time limit is
+the verdict, naming the step it died in; the library is then not loaded in this process.
+
+A verdict is kept per identity of the file (path, size, mtime, ctime, inode, device) and of the
+settings that change what a load finds (LD_LIBRARY_PATH, ROCm variables), in
+$XDG_CACHE_HOME/jax-rocm7-plugin (written only where writable), so later imports pay one stat and
+one small read. Failed dlopens (a missing dependency) and time-outs are not cached: they depend on
+the machine and the moment.
 """
 
 from __future__ import annotations
@@ -20,61 +24,39 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from jax_rocm7_plugin._binary.child import ChildRun, run_script
+from jax_rocm7_plugin._binary.pjrt_api import (
+    ENTRY_SYMBOL,
+    FIRST_FUNCTIONS,
+    PLUGIN_ATTRIBUTES,
+    PLUGIN_INITIALIZE,
+    header_problem,
+    missing_dependency,
+)
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._settings import LOAD_TIMEOUT
+
 if TYPE_CHECKING:
     from jax_rocm7_plugin._findings import Finding
+    from jax_rocm7_plugin._settings import Settings
 
-TIMEOUT_SECONDS = 120.0  # a 500 MB library loads in ~1 s; a hung constructor is not waited on forever
-VERDICT_FORMAT = 1
-
-# Runs in `python -I -S`: stdlib only, no site-packages, nothing of ours.
-_CHILD = r"""
-import ctypes, json, struct, sys
-def say(**fields):
-    sys.stdout.write(json.dumps(fields) + "\n"); sys.stdout.flush()
-for preloaded in sys.argv[3:]:  # what the parent holds already (ROCm from pip preloads its libraries)
-    try:
-        ctypes.CDLL(preloaded, mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        pass
-try:
-    library = ctypes.CDLL(sys.argv[1])
-except OSError as error:
-    say(loaded=False, error=str(error)); sys.exit(0)
-if sys.argv[2] != "pjrt":
-    say(loaded=True); sys.exit(0)
-try:
-    get_api = library.GetPjrtApi
-except AttributeError:
-    say(loaded=True, api="missing"); sys.exit(0)
-get_api.restype = ctypes.c_void_p
-get_api.argtypes = []
-api = get_api()
-if not api:
-    say(loaded=True, api="null"); sys.exit(0)
-say(loaded=True, api="called")
-size, node, version_size, _vext, major, minor = struct.unpack("<QQQQii", ctypes.string_at(api, 40))
-kinds = []
-for _ in range(64):
-    if not node:
-        break
-    ext_size, kind, _pad, node = struct.unpack("<QiiQ", ctypes.string_at(node, 24))
-    if ext_size < 24:
-        break
-    kinds.append(kind)
-say(loaded=True, api="ok", api_size=size, version_size=version_size, major=major, minor=minor, extensions=kinds)
-"""
+VERDICT_FORMAT = 2
+NOTICE_AFTER_SECONDS = 3.0  # ten times a cold load of the published libraries (benchmarks/cold_load.py)
 
 
 class Verdict(NamedTuple):
     loaded: bool
     error: str | None = None  # dlopen's message when not loaded
     crashed: str | None = None  # "SIGABRT" ..., or "no answer within N s"
-    api: str | None = None  # pjrt: "ok", "missing", "null", or "called" (died reading what it returned)
+    api: str | None = None  # pjrt: "ok", "missing", "null", or "called" (died in GetPjrtApi or reading its table)
     major: int | None = None
     minor: int | None = None
     api_size: int | None = None
     version_size: int | None = None
     extensions: tuple[int, ...] = ()
+    problem: str | None = None  # what in the PJRT_Api table jaxlib would crash on
+    plugin_error: str | None = None  # the error PJRT_Plugin_Initialize / _Attributes returned
+    died_in: str | None = None  # the step the child was in when it died
     cached: bool = False
 
 
@@ -86,7 +68,10 @@ def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
         info = path.stat()
     except OSError:
         return None
-    parts = [str(path.resolve()), str(info.st_size), str(info.st_mtime_ns), str(info.st_ino), str(info.st_dev), kind]
+    # st_ctime_ns: a copy over the same inode with the mtime put back (cp -p, rsync --inplace -t) changes
+    # it, and nothing in user space can set it back.
+    identity = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    parts = [str(path.resolve()), *map(str, identity), kind]
     parts += settings
     parts += [sys.version, str(VERDICT_FORMAT)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
@@ -120,15 +105,6 @@ def _write_cached(directory: Path | None, key: str, verdict: Verdict) -> None:
             partial.unlink()
 
 
-def _signal_name(returncode: int) -> str:
-    import signal
-
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 def _rocm_loaded_here() -> list[str]:
     """ROCm libraries this process has mapped (ld.so reuses them by soname, so the child must too)."""
     from jax_rocm7_plugin._binary.process_maps import mapped_objects
@@ -137,35 +113,39 @@ def _rocm_loaded_here() -> list[str]:
     return sorted(p for p in mapped_objects() if is_rocm_library(os.path.basename(p)))
 
 
-def _run_child(path: Path, kind: str, timeout: float, preloaded: list[str]) -> Verdict:
-    import subprocess  # only when no verdict is cached
+def _died_in(run: ChildRun) -> str:
+    last = run.records[-1] if run.records else {}
+    stage = last.get("stage")
+    if stage is None or (stage == "loaded" and not run.stage("api")):
+        return "dlopen (its constructors)"
+    if stage == "calling":
+        return str(last.get("function"))
+    return f"{ENTRY_SYMBOL} or reading what it returned" if stage in ("api", "loaded") else str(stage)
 
-    command = [sys.executable, "-I", "-S", "-c", _CHILD, str(path), kind, *preloaded]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, errors="replace"
-        )
-    except subprocess.TimeoutExpired:
-        return Verdict(loaded=False, crashed=f"no answer within {timeout:g} s")
-    except OSError as error:
-        return Verdict(loaded=False, error=f"could not start the probe: {error}")
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    last: dict[str, Any] = lines[-1] if lines else {}
-    if done.returncode < 0:
-        return Verdict(loaded=bool(last.get("loaded")), crashed=_signal_name(done.returncode), api=last.get("api"))
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return Verdict(loaded=False, crashed=f"exit status {done.returncode}: {tail}")
-    return Verdict(
-        loaded=bool(last["loaded"]),
-        error=last.get("error"),
-        api=last.get("api"),
-        major=last.get("major"),
-        minor=last.get("minor"),
-        api_size=last.get("api_size"),
-        version_size=last.get("version_size"),
-        extensions=tuple(last.get("extensions", ())),
-    )
+
+def _verdict(run: ChildRun) -> Verdict:
+    """What the child's records and its end say."""
+    if run.start_error is not None:
+        return Verdict(loaded=False, error=f"could not start the load test: {run.start_error}")
+    failed = run.stage("load-failed")
+    if failed is not None:
+        return Verdict(loaded=False, error=str(failed.get("error")))
+    api, table = run.stage("api"), run.stage("table")
+    fields: dict[str, Any] = {"loaded": run.stage("loaded") is not None, "api": api.get("api") if api else None}
+    if table is not None:
+        fields["api"] = "ok"  # GetPjrtApi answered and its table was read; `problem` says if it is usable
+        fields.update({key: table.get(key) for key in ("major", "minor", "api_size", "version_size", "problem")})
+        fields["extensions"] = tuple(table.get("extensions", ()))
+    for function in (FIRST_FUNCTIONS[PLUGIN_INITIALIZE], FIRST_FUNCTIONS[PLUGIN_ATTRIBUTES]):
+        answer = run.stage(function)
+        if answer is not None and answer.get("error"):
+            fields["plugin_error"] = f"{function} failed: {answer['error']}"
+    finished = run.stage("done") is not None or fields["api"] in ("missing", "null") or fields.get("problem")
+    if run.death is not None or not (finished or fields.get("plugin_error")):
+        if fields["api"] == "ok":
+            fields["api"] = "called"
+        return Verdict(**fields, crashed=run.death or "stopped before it finished", died_in=_died_in(run))
+    return Verdict(**fields)
 
 
 def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
@@ -174,42 +154,51 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
     A load that failed for a missing dependency is left to the caller, which can name them all.
     """
     from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._binary import pjrt_api
 
     if verdict.crashed:
-        evidence = (f"library: {path}", f"GetPjrtApi: {verdict.api}" if verdict.api else "died while loading")
+        evidence = (f"library: {path}", f"died in {verdict.died_in}" if verdict.died_in else "died while loading")
         return catalog.pjrt_library_crashed(str(path), verdict.crashed, evidence)
     if not verdict.loaded:
         error = verdict.error or "unknown error"
-        if pjrt_api.missing_dependency(error, path):
+        if missing_dependency(error, path.name):
             return None
         return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (error,))
-    problem = {"missing": "it does not export GetPjrtApi", "null": "GetPjrtApi() returned NULL"}.get(verdict.api or "")
-    problem = problem or pjrt_api.header_problem(verdict.api_size or 0, verdict.version_size or 0)
+    problem = {"missing": f"it does not export {ENTRY_SYMBOL}", "null": f"{ENTRY_SYMBOL}() returned NULL"}.get(
+        verdict.api or ""
+    )
+    problem = problem or header_problem(verdict.api_size or 0, verdict.version_size or 0) or verdict.problem
     if problem is not None:
-        return catalog.pjrt_library_invalid(f"{path} is not a PJRT plugin: {problem}", (f"library: {path}",))
+        return catalog.pjrt_library_invalid(f"{path} is not a usable PJRT plugin: {problem}", (f"library: {path}",))
+    if verdict.plugin_error is not None:
+        return catalog.pjrt_library_invalid(f"{path}: {verdict.plugin_error}", (f"library: {path}",))
     return None
 
 
-def probe(
-    path: Path,
-    kind: str,
-    identity: tuple[str, ...],
-    directory: Path | None,
-    timeout: float = TIMEOUT_SECONDS,
-) -> Verdict:
-    """What loading `path` does, learned in a child process (or from the cache in `directory`).
+def probe(path: Path, kind: str, settings: Settings, *, use_cache: bool = True) -> Verdict:
+    """What loading `path` does, learned in a child process (or from the verdict cache).
 
-    `kind`: "pjrt" or "module"; `identity`: Settings.load_identity; `directory`: Settings.cache_dir.
+    `kind`: "pjrt" or "module". The child gets `settings.load_timeout` seconds; past
+    NOTICE_AFTER_SECONDS it says once on stderr what is being waited for.
     """
-    key = _identity(path, kind, identity)
+    key = _identity(path, kind, settings.load_identity) if use_cache else None
     if key is not None:
-        cached = _read_cached(directory, key)
+        cached = _read_cached(settings.cache_dir, key)
         if cached is not None:
             return cached
-    verdict = _run_child(path, kind, timeout, _rocm_loaded_here())
+    notice = (
+        f"{PLUGIN_DISTRIBUTION}: still loading {path} in a test process before jax may load it "
+        f"(waiting up to {settings.load_timeout:g} s; {LOAD_TIMEOUT} sets the limit)"
+    )
+    run = run_script(
+        "load_child.py",
+        [str(path), kind, *_rocm_loaded_here()],
+        timeout=settings.load_timeout,
+        notice_after=NOTICE_AFTER_SECONDS,
+        notice=notice,
+    )
+    verdict = _verdict(run)
     # Kept: a load that worked, or a death by signal (both properties of the file). Not kept: a
     # missing dependency or a time-out, which a changed machine or a calmer moment may undo.
     if key is not None and ((verdict.loaded and not verdict.crashed) or (verdict.crashed or "").startswith("SIG")):
-        _write_cached(directory, key, verdict)
+        _write_cached(settings.cache_dir, key, verdict)
     return verdict

@@ -143,7 +143,8 @@ def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
 
 def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
     """Start the HIP runtime the library would load (else the newest installed) in a child process."""
-    from jax_rocm7_plugin._doctor.deep import deep_findings, run_probe
+    from jax_rocm7_plugin._binary import load_test
+    from jax_rocm7_plugin._doctor.deep import deep_findings, pjrt_summary, run_probe
 
     runtime_state = facts.runtime
     dependencies = runtime_state.dependencies if runtime_state is not None else None
@@ -155,9 +156,16 @@ def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
     if runtime is None:
         return {"probed": False, "why": "no HIP runtime to load"}, []
     choice = facts.library
-    library = choice.path if choice is not None and dependencies is not None and not dependencies.missing else None
-    probe = run_probe(runtime, library)
-    return {"probed": True, **probe.to_json()}, deep_findings(probe)
+    found: list[Finding] = []
+    pjrt = None
+    if choice is not None and dependencies is not None and not dependencies.missing:
+        # The loader's load test, afresh (a cached verdict may be older than what the machine does now).
+        verdict = load_test.probe(choice.path, "pjrt", facts.settings, use_cache=False)
+        pjrt = pjrt_summary(verdict)
+        refused = load_test.verdict_finding(choice.path, verdict)
+        found.extend([refused] if refused is not None else [])
+    probe = run_probe(runtime, pjrt)
+    return {"probed": True, **probe.to_json()}, [*deep_findings(probe), *found]
 
 
 def _merge_same_ids(found: list[Finding]) -> list[Finding]:

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jax_rocm7_plugin._doctor.deep import hip_version_text, run_probe
+from jax_rocm7_plugin._binary.hip_child import version_text as hip_version_text
+from jax_rocm7_plugin._doctor.deep import run_probe
 from tests.support.environment import REPO
 from tests.support.snippets import clean_env
 

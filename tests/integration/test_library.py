@@ -4,11 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._binary import pjrt_api
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.pjrt_library import LIBRARY_ENV, LibraryChoice, locate_library
-from tests.support.native import compile_shared, fake_pjrt_library, library_needing_missing_dependency
 
 
 def test_explicit_library(standin_library: Path) -> None:
@@ -74,31 +72,3 @@ def test_runfiles_manifest(tmp_path: Path, standin_library: Path) -> None:
     choice = locate_library(None, runfiles_manifest=str(manifest))
     assert isinstance(choice, LibraryChoice) and choice.source == "bazel runfiles"
     assert locate_library(None).id == "pjrt-wheel-missing"  # type: ignore[union-attr]
-
-
-def test_real_plugin_c_api_version(standin_library: Path) -> None:
-    version = pjrt_api.read_c_api_version(pjrt_api.load_library(standin_library))
-    assert (version.major, version.minor) == (0, 81)  # xla-cpu-pjrt 0.0.1's pjrt_c_api.h
-
-
-def test_c_api_version_of_compiled_library(tmp_path: Path) -> None:
-    library = pjrt_api.load_library(fake_pjrt_library(tmp_path, 1, 3))
-    assert str(pjrt_api.read_c_api_version(library)) == "1.3"
-
-
-def test_struct_too_small_is_not_a_plugin(tmp_path: Path) -> None:
-    library = pjrt_api.load_library(fake_pjrt_library(tmp_path, 0, 81, api_size=8))
-    with pytest.raises(pjrt_api.NotAPjrtPlugin, match="not a PJRT_Api"):
-        pjrt_api.read_c_api_version(library)
-
-
-def test_library_without_get_pjrt_api(tmp_path: Path) -> None:
-    library = pjrt_api.load_library(compile_shared(tmp_path, "plain", "int f(void) { return 0; }\n"))
-    with pytest.raises(pjrt_api.NotAPjrtPlugin, match="GetPjrtApi"):
-        pjrt_api.read_c_api_version(library)
-
-
-def test_missing_dependency_is_named(tmp_path: Path) -> None:
-    with pytest.raises(pjrt_api.LibraryLoadError) as raised:
-        pjrt_api.load_library(library_needing_missing_dependency(tmp_path))
-    assert raised.value.missing == "libgone.so"

@@ -42,16 +42,25 @@ def library_needing_missing_dependency(directory: Path) -> Path:
     return needs
 
 
-def fake_pjrt_library(directory: Path, major: int, minor: int, *, api_size: int = 984) -> Path:
-    """A library whose GetPjrtApi returns a PJRT_Api head with the given version."""
+def fake_pjrt_library(
+    directory: Path, major: int, minor: int, *, api_size: int = 984, functions: str = "ok", name: str | None = None
+) -> Path:
+    """A library whose GetPjrtApi returns a PJRT_Api with the given version and size (test fixture).
+
+    Every function slot holds `functions`: "ok" (a function that returns no error, so
+    PJRT_Plugin_Initialize and _Attributes succeed), "0" (NULL) or a C expression (a wild address).
+    """
+    slots = min(max((api_size - 40) // 8, 1), 118)  # a struct_size past 984 claims slots it lacks
+    value = "(void*)ok" if functions == "ok" else f"(void*)({functions})"
     source = f"""
 #include <stddef.h>
 struct version {{ size_t struct_size; void* ext; int major; int minor; }};
-struct api {{ size_t struct_size; void* ext; struct version v; }};
-static struct api the_api = {{ {api_size}, 0, {{ 24, 0, {major}, {minor} }} }};
+static void* ok(void* args) {{ (void)args; return 0; }}
+struct api {{ size_t struct_size; void* ext; struct version v; void* functions[{slots}]; }};
+static struct api the_api = {{ {api_size}, 0, {{ 24, 0, {major}, {minor} }}, {{ [0 ... {slots - 1}] = {value} }} }};
 const struct api* GetPjrtApi(void) {{ return &the_api; }}
 """
-    return compile_shared(directory, f"pjrt_{major}_{minor}_{api_size}", source)
+    return compile_shared(directory, name or f"pjrt_{major}_{minor}_{api_size}", source)
 
 
 HIP_RUNTIME = "libamdhip64.so.7"

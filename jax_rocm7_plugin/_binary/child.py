@@ -1,0 +1,141 @@
+"""The one way we run code that may die: a stdlib-only script in a `python -I -S` child process.
+
+A child speaks JSON, one object a line, each printed as soon as it is known (`load_child.py`,
+`hip_child.py`), so a death in a later step still leaves the earlier answers. The parent gets them
+all, and how the child ended: its exit status, the signal that killed it, or the time limit it ran
+past (the child and anything it started are then killed: it runs in its own session). A child
+still running after `notice_after` seconds gets one line on stderr saying what is being waited
+for, so nobody faces a silent wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+HERE = Path(__file__).resolve().parent
+
+
+class ChildRun(NamedTuple):
+    records: tuple[dict[str, Any], ...]  # the JSON objects it printed, in order
+    returncode: int | None  # None: it did not start, or was stopped at the time limit
+    timed_out: float | None = None  # the limit it ran past, in seconds
+    stderr_tail: str = ""  # its last line on stderr
+    start_error: str | None = None  # why it could not be started
+
+    def stage(self, name: str) -> dict[str, Any] | None:
+        """The last record of this stage, if it got there."""
+        for record in reversed(self.records):
+            if record.get("stage") == name:
+                return record
+        return None
+
+    @property
+    def death(self) -> str | None:
+        """How it ended when not by finishing: "SIGSEGV", "no answer within 30 s", "exit status 1: ..."."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out is not None:
+            return f"no answer within {self.timed_out:g} s"
+        if self.returncode is not None and self.returncode < 0:
+            return _signal_name(self.returncode)
+        if self.returncode:
+            return f"exit status {self.returncode}" + (f": {self.stderr_tail}" if self.stderr_tail else "")
+        return None
+
+    @property
+    def killed_by_signal(self) -> bool:
+        return self.returncode is not None and self.returncode < 0
+
+
+def _signal_name(returncode: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _say_once(notice: str) -> None:
+    try:
+        sys.stderr.write(notice + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # no usable stderr (pythonw, closed): nothing to say it on
+        pass
+
+
+def run_script(
+    script: str,
+    arguments: Sequence[str],
+    *,
+    timeout: float,
+    notice_after: float | None = None,
+    notice: str = "",
+) -> ChildRun:
+    """Run `script` (a file beside this one) in `python -I -S` with `arguments`, under `timeout` seconds."""
+    command = [sys.executable, "-I", "-S", str(HERE / script), *arguments]
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # so a time-out kills whatever it started too
+        )
+    except OSError as error:
+        return ChildRun((), None, start_error=str(error))
+    timed_out = None
+    try:
+        first_wait = timeout if notice_after is None or not notice else min(notice_after, timeout)
+        try:
+            stdout, stderr = process.communicate(timeout=first_wait)
+        except subprocess.TimeoutExpired:
+            if first_wait >= timeout:
+                raise
+            _say_once(notice)
+            stdout, stderr = process.communicate(timeout=timeout - first_wait)
+    except subprocess.TimeoutExpired:
+        timed_out = timeout
+        _kill(process)
+        stdout, stderr = process.communicate()
+    except BaseException:  # Ctrl-C while waiting: the child must not outlive us
+        _kill(process)
+        process.wait()
+        raise
+    return ChildRun(
+        tuple(_records(stdout)),
+        None if timed_out is not None else process.returncode,
+        timed_out,
+        (stderr.strip().splitlines() or [""])[-1][-500:],
+    )
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+
+
+def _records(stdout: str) -> list[dict[str, Any]]:
+    found = []
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            found.append(record)
+    return found
