@@ -121,9 +121,32 @@ def _cluster(args: argparse.Namespace) -> int:
 def doctor_script() -> int:
     """The `jax-rocm-doctor` console script: `doctor` without the subcommand word (`--cluster ...`: the preflight)."""
     if sys.argv[1:2] == ["--cluster"]:
-        return main(["cluster", *sys.argv[2:]])
-    return main(["doctor", *sys.argv[1:]])
+        return guarded(["cluster", *sys.argv[2:]])
+    return guarded(["doctor", *sys.argv[1:]])
+
+
+def guarded(argv: list[str] | None = None) -> int:
+    """`main`, but a file of ours that cannot be imported (a damaged install) is one line and exit 1."""
+    try:
+        return main(argv)
+    except Exception as error:
+        import traceback
+
+        frames = traceback.extract_tb(error.__traceback__)
+        if not any(frame.filename.startswith("<frozen importlib") for frame in frames):
+            raise  # not an import: a bug, shown as such
+        from jax_plugins.rocm7 import DAMAGED_INSTALL, damaged_install
+
+        what, fix = damaged_install(error, __name__)
+        if "--json" in (argv if argv is not None else sys.argv):
+            import json
+
+            finding = {"id": DAMAGED_INSTALL, "severity": "error", "summary": what, "fix": fix, "evidence": []}
+            sys.stdout.write(json.dumps({"ok": False, "findings": [finding]}, indent=2) + "\n")
+        else:
+            sys.stdout.write(f"jax will not get RocmDevice: {what}\n  fix: {fix} [{DAMAGED_INSTALL}]\n")
+        return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded())

@@ -52,8 +52,18 @@ def load_native(name: str) -> ModuleType:
 
     Raises ImportError (which jaxlib treats as "not available") when the machine has no usable
     AMD GPU, the installed jaxlib is not the release the modules were built for, or the module
-    cannot be loaded (a ROCm library missing).
+    cannot be loaded (a ROCm library missing), and for anything else that goes wrong (a damaged
+    file of ours): jaxlib catches ImportError only, and `import jax` must survive.
     """
+    try:
+        return _load_native(name)
+    except ImportError:
+        raise
+    except Exception as error:  # e.g. a SyntaxError from a corrupt version.py
+        raise ImportError(f"{name}: {type(error).__name__}: {error}") from error
+
+
+def _load_native(name: str) -> ModuleType:
     module = name.rpartition(".")[2]
     if not machine_can_use_gpu():
         raise ImportError(f"{name}: no usable AMD GPU on this machine, so the ROCm extension is not loaded")

@@ -53,6 +53,7 @@ FindingId = Literal[
     "environment-variable-invalid",
     "loader-internal-error",
     "doctor-internal-error",
+    "plugin-install-damaged",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 SkewKind = Literal["jaxlib", "pjrt"]

@@ -41,7 +41,10 @@ def public_stub_source(module: str) -> str:
     return (
         f'"""{EXTENSION_CAPABILITIES[module]}: the ROCm extension {module} lives in {NATIVE_DIR}/ '
         '(see _extensions.py)."""\n\n'
-        f"from {PLUGIN_PACKAGE}._extensions import load_native\n\n"
+        "try:\n"
+        f"    from {PLUGIN_PACKAGE}._extensions import load_native\n"
+        "except Exception as error:  # a damaged install: jaxlib skips ImportError, and only that\n"
+        '    raise ImportError(f"{__name__}: the plugin package cannot be imported: {error!r}") from error\n\n'
         "load_native(__name__)\n"
     )
 

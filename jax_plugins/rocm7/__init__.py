@@ -1,11 +1,61 @@
 """The module jax discovers (entry point group `jax_plugins`): it only forwards.
 
-Imports nothing at module level beyond the loader, so `import jax` pays
-nothing for this plugin until jax asks for backends.
+Imports nothing at module level, so `import jax` pays nothing for this plugin until jax asks for
+backends. It is also the last line of defence of a damaged install (a half-written or corrupt file
+of our package): whatever importing the loader raises becomes one warning line naming the file and
+the reinstall command, never a traceback from jax's plugin discovery. So this module relies on
+the standard library only, and states the finding id it reports (the catalog's, checked by a test).
 """
+
+DAMAGED_INSTALL = "plugin-install-damaged"
+LOADER = "jax_rocm7_plugin._loader"
 
 
 def initialize() -> None:
-    from jax_rocm7_plugin._loader import initialize as initialize_rocm
+    import importlib
 
-    initialize_rocm()
+    try:
+        loader = importlib.import_module(LOADER)
+    except Exception as error:  # noqa: BLE001 - jax would print a traceback for any of it
+        _report_damaged(error, LOADER)
+        return
+    loader.initialize()
+
+
+def damaged_install(error: BaseException, fallback_package: str) -> tuple[str, str]:
+    """(what is broken, how to fix it) for an exception raised while importing our package."""
+    import os
+    import sys
+    import traceback
+
+    path = getattr(error, "filename", None) or getattr(error, "path", None)
+    if not path and isinstance(error, ImportError) and error.name:
+        path = error.name  # a module that is not there at all (a half-written install)
+    if not path:
+        ours = [f.filename for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+        path = ours[-1] if ours else None
+    path = str(path or "an unknown file")
+    package = None
+    for entry in sys.path:  # the top-level package holding the file names the distribution to reinstall
+        if entry and path.startswith(os.path.join(os.path.abspath(entry), "")):
+            package = os.path.relpath(path, entry).split(os.sep)[0]
+            break
+    distribution = (package or fallback_package.split(".")[0]).replace("_", "-")
+    try:
+        from importlib.metadata import version
+
+        pinned = f"{distribution}=={version(distribution)}"
+    except Exception:  # noqa: BLE001 - its metadata may be what is missing
+        pinned = distribution
+    what = f"{distribution} is damaged: importing {path} fails ({type(error).__name__}: {error})"
+    return what, f"reinstall it: pip install --force-reinstall --no-deps {pinned}"
+
+
+def _report_damaged(error: BaseException, fallback_package: str) -> None:
+    import logging
+
+    what, fix = damaged_install(error, fallback_package)
+    # The loader's logger and line format, so tools that read the loader's warning read this one too.
+    logging.getLogger("jax_rocm7_plugin").warning(
+        "ROCm backend unavailable, jax falls back to CPU: %s; %s [%s]", what, fix, DAMAGED_INSTALL
+    )

@@ -174,13 +174,16 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
     return None
 
 
-def probe(path: Path, kind: str, settings: Settings, *, use_cache: bool = True) -> Verdict:
+def probe(
+    path: Path, kind: str, settings: Settings, *, use_cache: bool = True, preload: tuple[Path, ...] = ()
+) -> Verdict:
     """What loading `path` does, learned in a child process (or from the verdict cache).
 
     `kind`: "pjrt" or "module". The child gets `settings.load_timeout` seconds; past
-    NOTICE_AFTER_SECONDS it says once on stderr what is being waited for.
+    NOTICE_AFTER_SECONDS it says once on stderr what is being waited for. `preload`: libraries
+    the child loads first (the doctor's deep probe: the HIP runtime it found), never cached.
     """
-    key = _identity(path, kind, settings.load_identity) if use_cache else None
+    key = _identity(path, kind, settings.load_identity) if use_cache and not preload else None
     if key is not None:
         cached = _read_cached(settings.cache_dir, key)
         if cached is not None:
@@ -191,7 +194,7 @@ def probe(path: Path, kind: str, settings: Settings, *, use_cache: bool = True) 
     )
     run = run_script(
         "load_child.py",
-        [str(path), kind, *_rocm_loaded_here()],
+        [str(path), kind, *map(str, preload), *_rocm_loaded_here()],
         timeout=settings.load_timeout,
         notice_after=NOTICE_AFTER_SECONDS,
         notice=notice,

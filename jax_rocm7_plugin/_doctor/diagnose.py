@@ -160,7 +160,7 @@ def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
     pjrt = None
     if choice is not None and dependencies is not None and not dependencies.missing:
         # The loader's load test, afresh (a cached verdict may be older than what the machine does now).
-        verdict = load_test.probe(choice.path, "pjrt", facts.settings, use_cache=False)
+        verdict = load_test.probe(choice.path, "pjrt", facts.settings, use_cache=False, preload=(runtime,))
         pjrt = pjrt_summary(verdict)
         refused = load_test.verdict_finding(choice.path, verdict)
         found.extend([refused] if refused is not None else [])

@@ -19,6 +19,7 @@ where the object actually is.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from collections import deque
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ DEFAULT_DIRS = (
 )
 _LIB_EXPANSIONS = ("lib64", "lib/x86_64-linux-gnu", "lib")
 _MAX_INCLUDE_DEPTH = 8
+_MAX_CONF_FILES = 256  # Debian ships ~5 under /etc/ld.so.conf.d; each file is read once, whatever includes it
 _MAX_OBJECTS = 512  # a real dependency closure of ROCm is ~100 objects
 _MAX_CONF_BYTES = 1024 * 1024  # ld.so.conf files are a few hundred bytes
 
@@ -64,13 +66,15 @@ class DependencyReport(NamedTuple):
 def ld_so_conf_dirs(root: Path) -> list[str]:
     """Directories listed by /etc/ld.so.conf under `root`, includes followed, in order."""
     dirs: list[str] = []
-    _read_conf(root, LD_SO_CONF, dirs, depth=0)
+    _read_conf(root, LD_SO_CONF, dirs, depth=0, seen=set())
     return list(dict.fromkeys(dirs))
 
 
-def _read_conf(root: Path, conf: str, dirs: list[str], depth: int) -> None:
-    if depth > _MAX_INCLUDE_DEPTH:
+def _read_conf(root: Path, conf: str, dirs: list[str], depth: int, seen: set[str]) -> None:
+    """Each file once (includes that include their own directory again fan out without end otherwise)."""
+    if depth > _MAX_INCLUDE_DEPTH or conf in seen or len(seen) >= _MAX_CONF_FILES:
         return
+    seen.add(conf)
     try:
         text = read_text(host_path(root, conf), _MAX_CONF_BYTES)
     except (OSError, ValueError):
@@ -83,9 +87,10 @@ def _read_conf(root: Path, conf: str, dirs: list[str], depth: int) -> None:
             for pattern in line.split()[1:]:
                 # Relative include patterns are relative to the including file's directory.
                 absolute = pattern if pattern.startswith("/") else os.path.join(os.path.dirname(conf), pattern)
-                matches = sorted(glob.glob(str(host_path(root, absolute))))
+                # At most the bound's worth of matches: a pattern like /*/*/*/* must not walk the whole tree.
+                matches = sorted(itertools.islice(glob.iglob(str(host_path(root, absolute))), _MAX_CONF_FILES))
                 for match in matches:
-                    _read_conf(root, "/" + os.path.relpath(match, root), dirs, depth + 1)
+                    _read_conf(root, os.path.normpath("/" + os.path.relpath(match, root)), dirs, depth + 1, seen)
             continue
         for entry in line.replace(",", " ").replace(":", " ").split():
             # Old syntax allowed "dir=type"; the type is irrelevant for lookup.

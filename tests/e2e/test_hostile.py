@@ -24,7 +24,7 @@ from typing import NamedTuple
 import pytest
 
 from tests.support.environment import Combo
-from tests.support.native import compile_shared, fake_pjrt_library
+from tests.support.native import compile_shared, fake_pjrt_library, pjrt_library_whose
 from tests.support.snippets import clean_env
 from tests.support.sysroots import TOPOLOGY, Gpu, make_sysroot, properties_text
 
@@ -40,6 +40,7 @@ class Case(NamedTuple):
     setup: Callable[[Path, Path], dict[str, str]]
     expect: str | None = None  # the finding id of the one warning line (None: any one line, or none)
     required: bool = False  # JAX_PLATFORMS=rocm: a failure is jax's error, not a warning
+    waits: bool = False  # a load that never answers: one notice line on stderr says what is waited for
 
 
 def gpu_root(folder: Path, gpus: int = 1) -> Path:
@@ -211,7 +212,44 @@ def looping_ld_conf(folder: Path, standin: Path) -> dict[str, str]:
     return {"JAX_ROCM_SYSROOT": str(root), "JAX_ROCM_PJRT_LIBRARY": str(library)}
 
 
+def fanning_out_ld_conf(
+    files: int, include: str = "/etc/ld.so.conf.d/*.conf"
+) -> Callable[[Path, Path], dict[str, str]]:
+    """Each ld.so.conf.d file includes `include` again; the library misses a dependency, so the loader reads them."""
+
+    def setup(folder: Path, _standin: Path) -> dict[str, str]:
+        from tests.support.native import library_needing_missing_dependency
+
+        root = gpu_root(folder)
+        conf_d = root / "etc" / "ld.so.conf.d"
+        conf_d.mkdir(parents=True)
+        (root / "etc" / "ld.so.conf").write_text(f"include {include}\n")
+        for index in range(files):
+            (conf_d / f"{index:03}.conf").write_text(f"include {include}\n/opt/lib{index}\n")
+        library = library_needing_missing_dependency(folder / "lib")
+        return {"JAX_ROCM_SYSROOT": str(root), "JAX_ROCM_PJRT_LIBRARY": str(library)}
+
+    return setup
+
+
+def table(functions: str) -> Callable[[Path, Path], Path]:
+    """A PJRT_Api whose function slots all hold `functions` (NULL, a wild address, data, libc's code)."""
+
+    def make(folder: Path, _standin: Path) -> Path:
+        return fake_pjrt_library(folder / "lib", 0, 81, functions=functions, name="table")
+
+    return make
+
+
+def whose(function: str, variant: str) -> Callable[[Path, Path], Path]:
+    def make(folder: Path, _standin: Path) -> Path:
+        return pjrt_library_whose(folder / "lib", function, variant)
+
+    return make
+
+
 BIG = "1" + "0" * 30
+LOAD_LIMIT = "5"  # seconds: the notice comes after 3
 NULL_API = "void* GetPjrtApi(void) { return 0; }\n"
 
 
@@ -313,6 +351,45 @@ CASES = [
         ),
         required=True,
     ),
+    # PJRT_Api tables jaxlib would crash on (before: SIGSEGV inside `import jax`), plugin functions that die.
+    Case("function-pointers-null", library_case(table("0")), "pjrt-library-invalid"),
+    Case("function-pointers-wild", library_case(table("0x1000")), "pjrt-library-invalid"),
+    Case("function-pointers-into-data", library_case(table("&the_api")), "pjrt-library-invalid"),
+    Case("function-pointers-into-libc", library_case(table("&abort")), "pjrt-library-invalid"),
+    Case("plugin-initialize-fails", library_case(whose("initialize", "failing")), "pjrt-library-invalid"),
+    Case("plugin-initialize-aborts", library_case(whose("initialize", "aborting")), "pjrt-library-crashed"),
+    Case("plugin-attributes-segfaults", library_case(whose("attributes", "segfaulting")), "pjrt-library-crashed"),
+    # Loads that never answer (before: 120 s of silence): bounded, and said once on stderr.
+    Case(
+        "constructor-never-returns",
+        library_case(
+            compiled("#include <unistd.h>\n" + dies_loading("for (;;) pause();"), "hang"),
+            JAX_ROCM_LOAD_TIMEOUT=LOAD_LIMIT,
+        ),
+        "pjrt-library-crashed",
+        waits=True,
+    ),
+    Case(
+        "get-pjrt-api-never-returns",
+        library_case(
+            compiled("#include <unistd.h>\nvoid* GetPjrtApi(void) { for (;;) pause(); }\n", "apihang"),
+            JAX_ROCM_LOAD_TIMEOUT=LOAD_LIMIT,
+        ),
+        "pjrt-library-crashed",
+        waits=True,
+    ),
+    Case(
+        "plugin-initialize-never-returns",
+        library_case(whose("initialize", "hanging"), JAX_ROCM_LOAD_TIMEOUT=LOAD_LIMIT),
+        "pjrt-library-crashed",
+        waits=True,
+    ),
+    Case("load-timeout-garbage", env_case(JAX_ROCM_LOAD_TIMEOUT="soon")),
+    Case("load-timeout-negative-huge", env_case(JAX_ROCM_LOAD_TIMEOUT=f"-{BIG}")),
+    # ld.so.conf includes that fan out (before: the doctor and `import jax` hung on 12**8 reads).
+    Case("ld-so-conf-includes-fan-out", fanning_out_ld_conf(12), "library-dependency-missing"),
+    Case("ld-so-conf-three-hundred-files", fanning_out_ld_conf(300), "library-dependency-missing"),
+    Case("ld-so-conf-include-every-path", fanning_out_ld_conf(3, "/*/*/*/*/*"), "library-dependency-missing"),
     # Every variable the loader reads, with garbage in it.
     Case(
         "pjrt-library-relative",
@@ -410,6 +487,8 @@ def test_import_jax_survives(
     done = run_limited([str(python), "-c", CODE], env, folder, "`import jax`")
     assert "Traceback" not in done.stderr or case.required, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("ROCm backend")]
+    notices = [line for line in done.stderr.splitlines() if "still loading" in line]
+    assert len(notices) == (1 if case.waits else 0), done.stderr
     if case.required:
         assert done.returncode != 0 and "Unable to initialize backend 'rocm'" in done.stderr, done.stderr
         assert "[" in done.stderr.strip().splitlines()[-1]  # the cause with its finding id
@@ -434,3 +513,82 @@ def test_import_jax_survives(
 
 def test_there_are_at_least_forty_cases() -> None:
     assert len(CASES) >= 40 and len({c.name for c in CASES}) == len(CASES)
+
+
+# A damaged install: files of our package corrupt or missing (a half-written pip install, a full disk).
+# Before: `import jax` itself died with a traceback (jaxlib imports our package and catches only ImportError).
+DAMAGES: dict[str, tuple[str, bytes | str | None]] = {
+    "version-syntax-error": ("version.py", b"JAX_RELEASE = '0.10.2\n"),
+    "version-empty": ("version.py", b""),
+    "version-binary-junk": ("version.py", bytes(range(256)) * 4),
+    "version-half-written": ("version.py", "half"),
+    "version-missing": ("version.py", None),
+    "version-is-a-directory": ("version.py", "directory"),
+    "catalog-syntax-error": ("_findings.py", b"def broken(:\n"),
+    "loader-raises-at-import": ("_loader.py", b"raise RuntimeError('disk full while installing')\n"),
+    "extensions-not-utf8": ("_extensions.py", b"# \xff\xfe\nimport os\n"),
+}
+
+
+def damaged_copy(folder: Path, python: Path, file: str, damage: bytes | str | None) -> Path:
+    """Our installed packages copied beside the venv (first on PYTHONPATH), with one file damaged, plus an
+    extension stub (as build.py writes it) so jaxlib's import of our modules runs too."""
+    from jax_rocm7_build.extension_modules import public_stub_source
+
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import jax_rocm7_plugin, jax_plugins.rocm7 as e; print(jax_rocm7_plugin.__path__[0]); "
+            "print(e.__path__[0])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env(),
+    ).stdout.split()
+    site = folder / "site"
+    package = site / "jax_rocm7_plugin"
+    shutil.copytree(where[0], package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(where[1], site / "jax_plugins" / "rocm7", ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "_solver.py").write_text(public_stub_source("_solver"))
+    target = package / file
+    if damage is None:
+        target.unlink()
+    elif damage == "directory":
+        target.unlink()
+        target.mkdir()
+    elif damage == "half":
+        text = target.read_bytes()
+        target.write_bytes(text[: text.index(b"__version__") + 16])  # cut inside the last assignment
+    else:
+        assert isinstance(damage, bytes)
+        target.write_bytes(damage)
+    return site
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_install_is_one_line_naming_the_file(
+    damage: str, case_env: tuple[Path, dict[str, str]], e2e_venv: Callable[[Combo], Path]
+) -> None:
+    python = e2e_venv(COMBO)
+    folder, base = case_env
+    file, how = DAMAGES[damage]
+    site = damaged_copy(folder, python, file, how)
+    # A machine with a GPU, so the extension stub goes as far as it can before it meets the damage.
+    env = clean_env(**base, PYTHONPATH=str(site), JAX_ROCM_SYSROOT=str(gpu_root(folder)))
+    done = run_limited([str(python), "-c", CODE], env, folder, "`import jax`")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "PLATFORMS ['cpu']" in done.stdout
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("ROCm backend")]
+    assert len(warnings) == 1 and warnings[0].endswith("[plugin-install-damaged]"), done.stderr
+    assert (file.removesuffix(".py") in warnings[0]) and "pip install --force-reinstall" in warnings[0]
+
+    report = run_limited([str(python.parent / "jax-rocm-doctor"), "--json"], env, folder, "the doctor")
+    assert "Traceback" not in report.stderr, report.stderr
+    if file in ("_loader.py",):  # the doctor does not import the loader: it reports as usual
+        assert report.returncode in (0, 1)
+        return
+    assert report.returncode == 1, report.stdout
+    (finding,) = json.loads(report.stdout)["findings"]
+    assert finding["id"] == "plugin-install-damaged" and file.removesuffix(".py") in finding["summary"]

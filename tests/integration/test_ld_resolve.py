@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,6 +114,32 @@ def test_include_cycle_terminates(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "ld.so.conf").write_text("include /etc/ld.so.conf\n/usr/local/lib\n")
     assert ld_so_conf_dirs(tmp_path) == ["/usr/local/lib"]
+
+
+def fanning_out(root: Path, files: int) -> None:
+    """ld.so.conf.d where every file includes the whole directory again (test fixture)."""
+    conf_d = root / "etc" / "ld.so.conf.d"
+    conf_d.mkdir(parents=True)
+    (root / "etc" / "ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+    for index in range(files):
+        (conf_d / f"{index:02}.conf").write_text(f"include /etc/ld.so.conf.d/*.conf\n/opt/lib{index}\n")
+
+
+def test_includes_that_fan_out_read_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: 12 files each including all 12 again, 8 levels deep, is 12**8 reads (the doctor hung)."""
+    from jax_rocm7_plugin._machine import ld_resolve
+
+    fanning_out(tmp_path, 12)
+    reads: list[str] = []
+    real_read = ld_resolve.read_text
+    monkeypatch.setattr(ld_resolve, "read_text", lambda path, limit: reads.append(str(path)) or real_read(path, limit))
+    assert sorted(ld_so_conf_dirs(tmp_path)) == sorted(f"/opt/lib{index}" for index in range(12))
+    assert len(reads) == 13 == len(set(reads))
+
+
+def test_includes_are_bounded_in_number(tmp_path: Path) -> None:
+    fanning_out(tmp_path, 300)
+    assert len(ld_so_conf_dirs(tmp_path)) < 300
 
 
 @settings(max_examples=150, deadline=None)

@@ -11,7 +11,12 @@ import pytest
 from jax_rocm7_plugin._binary import load_test as library_probe
 from jax_rocm7_plugin._binary.load_test import Verdict
 from jax_rocm7_plugin._settings import read_settings
-from tests.support.native import compile_shared, fake_pjrt_library, library_needing_missing_dependency
+from tests.support.native import (
+    compile_shared,
+    fake_pjrt_library,
+    library_needing_missing_dependency,
+    pjrt_library_whose,
+)
 
 
 @pytest.fixture
@@ -112,44 +117,30 @@ def test_tables_jaxlib_would_crash_on_are_refused(
     assert finding is not None and finding.id == "pjrt-library-invalid" and words in finding.summary, finding
 
 
-def table_with(initialize: str, extra: str = "") -> str:
-    """C source of a PJRT_Api whose PJRT_Plugin_Initialize is `initialize` (test fixture)."""
-    return f"""
-#include <stddef.h>
-#include <string.h>
-#include <stdlib.h>
-struct version {{ size_t struct_size; void* ext; int major; int minor; }};
-struct message_args {{ size_t struct_size; void* ext; void* error; const char* message; size_t message_size; }};
-static void* ok(void* args) {{ (void)args; return 0; }}
-static void message(struct message_args* a) {{ a->message = "no GPU today"; a->message_size = strlen(a->message); }}
-{extra}
-struct api {{ size_t struct_size; void* ext; struct version v; void* functions[118]; }};
-static struct api the_api = {{ 984, 0, {{ 24, 0, 0, 81 }}, {{ [0 ... 117] = (void*)ok }} }};
-const struct api* GetPjrtApi(void) {{
-    the_api.functions[1] = (void*)message;
-    the_api.functions[3] = (void*){initialize};
-    return &the_api;
-}}
-"""
-
-
 def test_plugin_initialize_that_fails_is_named_with_its_message(tmp_path: Path, environ: dict[str, str]) -> None:
-    source = table_with("failing", "static void* failing(void* a) { (void)a; return (void*)1; }\n")
-    library = compile_shared(tmp_path, "failing", source)
+    library = pjrt_library_whose(tmp_path, "initialize", "failing")
     verdict = probe(library, environ)
     assert verdict.plugin_error == "PJRT_Plugin_Initialize failed: no GPU today" and verdict.crashed is None
     finding = library_probe.verdict_finding(library, verdict)
     assert finding is not None and finding.id == "pjrt-library-invalid" and "no GPU today" in finding.summary
 
 
-def test_plugin_initialize_that_crashes_names_the_step(tmp_path: Path, environ: dict[str, str]) -> None:
-    source = table_with("crashing", "static void* crashing(void* a) { (void)a; abort(); }\n")
-    library = compile_shared(tmp_path, "crashing", source)
+@pytest.mark.parametrize(
+    ("function", "variant", "signal", "step"),
+    [
+        ("initialize", "aborting", "SIGABRT", "PJRT_Plugin_Initialize"),
+        ("attributes", "segfaulting", "SIGSEGV", "PJRT_Plugin_Attributes"),
+    ],
+)
+def test_plugin_functions_that_crash_name_the_step(
+    tmp_path: Path, environ: dict[str, str], function: str, variant: str, signal: str, step: str
+) -> None:
+    library = pjrt_library_whose(tmp_path, function, variant)
     verdict = probe(library, environ)
-    assert verdict.crashed == "SIGABRT" and verdict.died_in == "PJRT_Plugin_Initialize"
+    assert verdict.crashed == signal and verdict.died_in == step
     finding = library_probe.verdict_finding(library, verdict)
     assert finding is not None and finding.id == "pjrt-library-crashed"
-    assert "died in PJRT_Plugin_Initialize" in finding.evidence
+    assert f"died in {step}" in finding.evidence
 
 
 def test_a_library_changed_in_place_with_its_mtime_put_back_is_tested_again(

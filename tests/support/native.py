@@ -42,25 +42,72 @@ def library_needing_missing_dependency(directory: Path) -> Path:
     return needs
 
 
-def fake_pjrt_library(
-    directory: Path, major: int, minor: int, *, api_size: int = 984, functions: str = "ok", name: str | None = None
-) -> Path:
-    """A library whose GetPjrtApi returns a PJRT_Api with the given version and size (test fixture).
+def pjrt_table_source(
+    major: int = 0,
+    minor: int = 81,
+    *,
+    api_size: int = 984,
+    functions: str = "ok",
+    initialize: str = "ok",
+    attributes: str = "ok",
+    extra: str = "",
+    on_call: str = "",
+) -> str:
+    """C source of a library whose GetPjrtApi returns a PJRT_Api (test fixture).
 
-    Every function slot holds `functions`: "ok" (a function that returns no error, so
-    PJRT_Plugin_Initialize and _Attributes succeed), "0" (NULL) or a C expression (a wild address).
+    Every function slot holds `functions`: "ok" (returns no error), "0" (NULL) or a C expression
+    (a wild address); `initialize` / `attributes` replace PJRT_Plugin_Initialize / _Attributes with a
+    function `extra` defines; `on_call`: statements GetPjrtApi runs first. PJRT_Error_Message answers
+    "no GPU today" for any error.
     """
     slots = min(max((api_size - 40) // 8, 1), 118)  # a struct_size past 984 claims slots it lacks
     value = "(void*)ok" if functions == "ok" else f"(void*)({functions})"
-    source = f"""
+    overrides = "".join(
+        f"    if ({slot} < {slots}) the_api.functions[{slot}] = (void*){name};\n"
+        for slot, name in ((1, "message" if functions == "ok" else ""), (3, initialize), (4, attributes))
+        if name and name != "ok"
+    )
+    return f"""
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
 struct version {{ size_t struct_size; void* ext; int major; int minor; }};
+struct message_args {{ size_t struct_size; void* ext; void* error; const char* message; size_t message_size; }};
 static void* ok(void* args) {{ (void)args; return 0; }}
+static void message(struct message_args* a) {{ a->message = "no GPU today"; a->message_size = strlen(a->message); }}
+{extra}
 struct api {{ size_t struct_size; void* ext; struct version v; void* functions[{slots}]; }};
 static struct api the_api = {{ {api_size}, 0, {{ 24, 0, {major}, {minor} }}, {{ [0 ... {slots - 1}] = {value} }} }};
-const struct api* GetPjrtApi(void) {{ return &the_api; }}
+const struct api* GetPjrtApi(void) {{
+    {on_call}
+{overrides}    return &the_api;
+}}
 """
+
+
+def fake_pjrt_library(
+    directory: Path, major: int, minor: int, *, api_size: int = 984, functions: str = "ok", name: str | None = None
+) -> Path:
+    """A library whose GetPjrtApi returns a PJRT_Api with the given version and size (test fixture)."""
+    source = pjrt_table_source(major, minor, api_size=api_size, functions=functions)
     return compile_shared(directory, name or f"pjrt_{major}_{minor}_{api_size}", source)
+
+
+# PJRT_Plugin_Initialize replacements for pjrt_table_source (test fixtures): name -> C definition.
+PLUGIN_INITIALIZE_VARIANTS = {
+    "failing": "static void* failing(void* a) { (void)a; return (void*)1; }",
+    "aborting": "static void* aborting(void* a) { (void)a; abort(); }",
+    "segfaulting": "static void* segfaulting(void* a) { (void)a; raise(SIGSEGV); return 0; }",
+    "hanging": "static void* hanging(void* a) { (void)a; for (;;) pause(); }",
+}
+
+
+def pjrt_library_whose(directory: Path, function: str, variant: str) -> Path:
+    """A PJRT-shaped library whose PJRT_Plugin_Initialize (or _Attributes) is one of the variants (test fixture)."""
+    source = pjrt_table_source(extra=PLUGIN_INITIALIZE_VARIANTS[variant], **{function: variant})
+    return compile_shared(directory, f"{function}_{variant}", source)
 
 
 HIP_RUNTIME = "libamdhip64.so.7"
@@ -94,15 +141,13 @@ def pjrt_library_with_code_for(
     With `hip_dir`, it links against the libamdhip64.so.7 there (NEEDED), with RUNPATH /opt/rocm/lib.
     """
     array = ", ".join(str(b) for b in fatbin)
-    source = f"""
-#include <stddef.h>
-__attribute__((section(".hip_fatbin"), used)) static const unsigned char fatbin[] = {{ {array} }};
-struct version {{ size_t struct_size; void* ext; int major; int minor; }};
-struct api {{ size_t struct_size; void* ext; struct version v; }};
-static struct api the_api = {{ 984, 0, {{ 24, 0, 0, 81 }} }};
-int hipInit(unsigned);
-const struct api* GetPjrtApi(void) {{ {"hipInit(0);" if hip_dir else ""} return &the_api; }}
-""" + "".join(f"int {name}(void) {{ return 0; }}\n" for name in extra_exports)
+    extra = (
+        f'__attribute__((section(".hip_fatbin"), used)) static const unsigned char fatbin[] = {{ {array} }};\n'
+        "int hipInit(unsigned);\n"
+    )
+    source = pjrt_table_source(extra=extra, on_call="hipInit(0);" if hip_dir else "") + "".join(
+        f"int {name}(void) {{ return 0; }}\n" for name in extra_exports
+    )
     flags = ["-Wl,--enable-new-dtags", "-Wl,-rpath," + ":".join(runpath)] if hip_dir else []
     flags.append("-Wl,--no-as-needed")  # keep NEEDED entries whose symbols the stub does not use
     libs = ([f":{HIP_RUNTIME}"] if hip_dir else []) + [f":{name}" for name in needs]
