@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument(
         "--deep", action="store_true", help="also start the HIP runtime in a child process and ask it for devices"
     )
+    doctor.add_argument("--verbose", action="store_true", help="every evidence line and every extension module")
     _configure_cluster(commands)
     args = parser.parse_args(argv)
     if args.command == "cluster":
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         report = diagnose(settings, deep=args.deep)
     except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
         report = internal_error(error, settings)
-    text = render_json(report) if args.json else render_text(report)
+    text = render_json(report) if args.json else render_text(report, verbose=args.verbose)
     # Values from the environment may hold bytes that are not UTF-8: shown escaped, never a traceback.
     sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     return 0 if report.ok else 1
@@ -132,9 +133,11 @@ def guarded(argv: list[str] | None = None) -> int:
     except Exception as error:
         import traceback
 
-        frames = traceback.extract_tb(error.__traceback__)
-        if not any(frame.filename.startswith("<frozen importlib") for frame in frames):
-            raise  # not an import: a bug, shown as such
+        # Raised while a module body ran (importlib hides its own frames; a module's shows as "<module>"),
+        # or a file that is no Python at all: a damaged install. Anything else is a bug, shown as such.
+        frames = traceback.extract_tb(error.__traceback__)[1:]
+        if not isinstance(error, SyntaxError | ImportError) and not any(f.name == "<module>" for f in frames):
+            raise
         from jax_plugins.rocm7 import DAMAGED_INSTALL, damaged_install
 
         what, fix = damaged_install(error, __name__)

@@ -32,8 +32,19 @@ def damaged_install(error: BaseException, fallback_package: str) -> tuple[str, s
     if not path and isinstance(error, ImportError) and error.name:
         path = error.name  # a module that is not there at all (a half-written install)
     if not path:
-        ours = [f.filename for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
-        path = ours[-1] if ours else None
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+        # A file that does not compile at all (null bytes) names no file: the import line that met it does.
+        words = (frames[-1].line or "").split() if frames else []
+        if words[:1] in (["from"], ["import"]) and len(words) > 1:
+            import importlib.util
+
+            try:
+                spec = importlib.util.find_spec(words[1])
+                path = spec.origin if spec is not None else words[1]
+            except Exception:  # noqa: BLE001 - its parent may be what is broken
+                path = words[1]
+        elif frames:
+            path = frames[-1].filename
     path = str(path or "an unknown file")
     package = None
     for entry in sys.path:  # the top-level package holding the file names the distribution to reinstall

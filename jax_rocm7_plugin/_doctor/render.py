@@ -1,13 +1,45 @@
-"""The doctor's report as text: a verdict line, each finding with its fix and evidence, then the facts."""
+"""The doctor's report as text: the verdict, then the findings (the first error first, findings that
+share a cause and a fix as one entry listing what they concern), then the facts.
+
+Kept to one screen where nothing can work: evidence is cut to a few lines per entry, and extension
+module details are shown only where they can matter (a usable GPU) unless `verbose`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._findings import Finding
+
+EVIDENCE_LINES = 3  # per entry, unless verbose
 
 
-def render_text(report: Report) -> str:
+def group_findings(findings: Iterable[Finding]) -> list[list[Finding]]:
+    """Findings with the same id and fix together, in the order of each group's first finding."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.id, finding.fix), []).append(finding)
+    return list(groups.values())
+
+
+def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:
+    first = group[0]
+    evidence = [line for finding in group for line in finding.evidence]
+    if len(group) == 1:
+        yield f"  [{first.severity}] {first.id}: {first.summary}"
+    else:
+        yield f"  [{first.severity}] {first.id} ({len(group)}):"
+        yield from (f"      - {finding.summary}" for finding in group)
+    yield f"      fix: {first.fix}"
+    shown = evidence if verbose else evidence[:EVIDENCE_LINES]
+    yield from (f"      evidence: {line}" for line in shown)
+    if len(shown) < len(evidence):
+        yield f"      evidence: ... {len(evidence) - len(shown)} more (--verbose)"
+
+
+def render_text(report: Report, *, verbose: bool = False) -> str:
     usable = [g for g in report.gpus if g.usable and g.visible]
     if report.ok:
         targets = ", ".join(sorted({g.gfx_target or "unknown" for g in usable})) or "none"
@@ -15,10 +47,8 @@ def render_text(report: Report) -> str:
     else:
         verdict = "ROCm backend: unavailable; jax will use CPU"
     lines = [verdict]
-    for finding in report.findings:
-        lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")
-        lines.append(f"      fix: {finding.fix}")
-        lines.extend(f"      evidence: {e}" for e in finding.evidence)
+    for group in group_findings(report.findings):
+        lines.extend(_entry(group, verbose))
     for gpu in report.gpus:
         product = f" {gpu.product}" if gpu.product else ""
         lines.append(f"  gpu: KFD node {gpu.kfd_node} {gpu.gfx_target or 'unknown'}{product}")
@@ -28,13 +58,20 @@ def render_text(report: Report) -> str:
     lines.append("  packages: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in report.packages))
     if report.library is not None:
         lines.append(f"  library: {report.library.path} (from {report.library.source})")
+    lines.extend(_extension_lines(report, verbose or bool(usable)))
+    return "\n".join(lines)
+
+
+def _extension_lines(report: Report, detailed: bool) -> list[str]:
     if not report.extensions:
-        lines.append(
-            "  extension modules: none in this wheel (ROCm custom calls: linalg, sparse, PRNG ... unavailable)"
-        )
+        return ["  extension modules: none in this wheel (ROCm custom calls: linalg, sparse, PRNG ... unavailable)"]
+    if not detailed:
+        loading = sum(1 for m in report.extensions if m.available)
+        return [f"  extension modules: {len(report.extensions)} in this wheel, {loading} would load (--verbose)"]
+    lines = []
     for module in report.extensions:
         state = "available" if module.available else f"unavailable: {', '.join(module.missing)} not found"
         source = module.source or {}
         origin = f" (from {source['wheel']})" if source.get("wheel") else f" ({source['kind']})" if source else ""
         lines.append(f"  extension: {module.module}{origin}: {module.capability} {state}")
-    return "\n".join(lines)
+    return lines

@@ -140,6 +140,23 @@ def test_on_a_machine_without_a_gpu_the_modules_are_not_even_opened(env: Modules
     assert "[amdgpu-driver-missing]" in warning
 
 
+def test_on_a_machine_without_a_gpu_the_doctor_fits_one_screen(env: ModulesEnv, tmp_path: Path) -> None:
+    """The verdict and the first error on top; the modules' shared cause once; their details on request."""
+    doctor = env.python.parent / "jax-rocm-doctor"
+    plain = clean_env(JAX_ROCM_SYSROOT=str(tmp_path))
+    text = subprocess.run([str(doctor)], capture_output=True, text=True, env=plain).stdout
+    lines = text.splitlines()
+    assert lines[0] == "ROCm backend: unavailable; jax will use CPU"
+    assert lines[1].startswith("  [error] amdgpu-driver-missing:"), text
+    assert len(lines) <= 30 and max(map(len, lines)) <= 400, text
+    assert text.count("extension-module-unavailable") <= 1 and "  extension: " not in text, text
+    verbose = subprocess.run([str(doctor), "--verbose"], capture_output=True, text=True, env=plain).stdout
+    assert verbose.count("  extension: ") == len(list(env.native.glob("*.so"))), verbose
+    report = json.loads(subprocess.run([str(doctor), "--json"], capture_output=True, text=True, env=plain).stdout)
+    lost = [f["id"] for f in report["findings"]].count("extension-module-unavailable")  # one per module, as before
+    assert lost >= 2 and text.count("      - ") >= lost, text  # in the text: one entry listing them
+
+
 @pytest.fixture
 def published_library(env: ModulesEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The release's published xla_rocm_plugin.so, taken from the wheel `released` builds use (cached)."""

@@ -526,7 +526,7 @@ DAMAGES: dict[str, tuple[str, bytes | str | None]] = {
     "version-is-a-directory": ("version.py", "directory"),
     "catalog-syntax-error": ("_findings.py", b"def broken(:\n"),
     "loader-raises-at-import": ("_loader.py", b"raise RuntimeError('disk full while installing')\n"),
-    "extensions-not-utf8": ("_extensions.py", b"# \xff\xfe\nimport os\n"),
+    "settings-not-utf8": ("_settings.py", b"# \xff\xfe\nimport os\n"),
 }
 
 
