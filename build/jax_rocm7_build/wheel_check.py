@@ -34,6 +34,7 @@ from jax_rocm7_plugin._names import (
     ENTRY_POINT_NAME,
     LIBRARY_FILE,
     PJRT_DISTRIBUTION,
+    PJRT_ENTRY_SYMBOL,
     PJRT_PACKAGE,
     PLUGIN_DISTRIBUTION,
     PLUGIN_PACKAGE,
@@ -168,9 +169,9 @@ def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
         except ElfError as error:
             return [*problems, f"{LIBRARY_MEMBER} is not a readable ELF object: {error}"]
     exports = [e for e in facts.exports if not _SECTION_BOUND.fullmatch(e)]
-    if exports != ["GetPjrtApi"]:
+    if exports != [PJRT_ENTRY_SYMBOL]:
         shown = ", ".join(exports[:6]) + (f" (+{len(exports) - 6} more)" if len(exports) > 6 else "")
-        problems.append(f"the library must export GetPjrtApi only; it exports {shown or 'nothing'}")
+        problems.append(f"the library must export {PJRT_ENTRY_SYMBOL} only; it exports {shown or 'nothing'}")
     problems += _runpath(facts.runpath or facts.rpath)
     problems += _policy(path, facts.needed)
     return problems

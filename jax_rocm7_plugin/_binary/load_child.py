@@ -1,6 +1,6 @@
 """The load child: dlopen one shared object and, for a PJRT plugin, do what jaxlib does first.
 
-Run as `python -I -S load_child.py LIBRARY KIND [PRELOADED...]` by `load_test` through the one
+Run as `python -I -S load_child.py LIBRARY KIND ENTRY_SYMBOL [PRELOADED...]` by `load_test` through the one
 child runner (`child.py`); stdlib only, plus `pjrt_api.py` imported by path (it imports nothing of
 ours). Each stage prints one JSON line as soon as it is known, so a death in a later stage still
 leaves what the earlier ones learned and names the stage it died in:
@@ -32,7 +32,7 @@ def load_reader():  # the module object of pjrt_api.py beside this file
     return module
 
 
-def main(library_path: str, kind: str, preloaded: list[str]) -> None:
+def main(library_path: str, kind: str, entry_symbol: str, preloaded: list[str]) -> None:
     for path in preloaded:  # what the parent holds already (ROCm from pip preloads its libraries)
         with contextlib.suppress(OSError):
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -47,7 +47,7 @@ def main(library_path: str, kind: str, preloaded: list[str]) -> None:
         return
     pjrt_api = load_reader()
     try:
-        get_api = getattr(library, pjrt_api.ENTRY_SYMBOL)
+        get_api = getattr(library, entry_symbol)
     except AttributeError:
         say("api", api="missing")
         return
@@ -79,4 +79,4 @@ def main(library_path: str, kind: str, preloaded: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])

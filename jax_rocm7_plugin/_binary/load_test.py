@@ -24,19 +24,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jax_rocm7_plugin._binary.child import ChildRun, run_script
-from jax_rocm7_plugin._binary.pjrt_api import (
-    ENTRY_SYMBOL,
-    FIRST_FUNCTIONS,
-    PLUGIN_ATTRIBUTES,
-    PLUGIN_INITIALIZE,
-    header_problem,
-    missing_dependency,
-)
-from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import PJRT_ENTRY_SYMBOL, PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._settings import LOAD_TIMEOUT
 
 if TYPE_CHECKING:
+    # The runner and the table reader are imported when a verdict is not cached, or is not a clean load:
+    # a process that finds one pays a stat and a small read, not their imports.
+    from jax_rocm7_plugin._binary.child import ChildRun
     from jax_rocm7_plugin._findings import Finding
     from jax_rocm7_plugin._settings import Settings
 
@@ -120,11 +114,13 @@ def _died_in(run: ChildRun) -> str:
         return "dlopen (its constructors)"
     if stage == "calling":
         return str(last.get("function"))
-    return f"{ENTRY_SYMBOL} or reading what it returned" if stage in ("api", "loaded") else str(stage)
+    return f"{PJRT_ENTRY_SYMBOL} or reading what it returned" if stage in ("api", "loaded") else str(stage)
 
 
 def _verdict(run: ChildRun) -> Verdict:
     """What the child's records and its end say."""
+    from jax_rocm7_plugin._binary.pjrt_api import FIRST_FUNCTIONS, PLUGIN_ATTRIBUTES, PLUGIN_INITIALIZE
+
     if run.start_error is not None:
         return Verdict(loaded=False, error=f"could not start the load test: {run.start_error}")
     failed = run.stage("load-failed")
@@ -153,7 +149,10 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
 
     A load that failed for a missing dependency is left to the caller, which can name them all.
     """
+    if verdict.api == "ok" and not (verdict.crashed or verdict.problem or verdict.plugin_error):
+        return None  # the table was read and judged in the child (`problem`): the common case, answered here
     from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._binary.pjrt_api import missing_dependency
 
     if verdict.crashed:
         evidence = (f"library: {path}", f"died in {verdict.died_in}" if verdict.died_in else "died while loading")
@@ -163,10 +162,11 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
         if missing_dependency(error, path.name):
             return None
         return catalog.pjrt_library_invalid(f"{path} cannot be loaded: {error}", (error,))
-    problem = {"missing": f"it does not export {ENTRY_SYMBOL}", "null": f"{ENTRY_SYMBOL}() returned NULL"}.get(
-        verdict.api or ""
-    )
-    problem = problem or header_problem(verdict.api_size or 0, verdict.version_size or 0) or verdict.problem
+    problem = {
+        "missing": f"it does not export {PJRT_ENTRY_SYMBOL}",
+        "null": f"{PJRT_ENTRY_SYMBOL}() returned NULL",
+    }.get(verdict.api or "")
+    problem = problem or verdict.problem
     if problem is not None:
         return catalog.pjrt_library_invalid(f"{path} is not a usable PJRT plugin: {problem}", (f"library: {path}",))
     if verdict.plugin_error is not None:
@@ -192,9 +192,11 @@ def probe(
         f"{PLUGIN_DISTRIBUTION}: still loading {path} in a test process before jax may load it "
         f"(waiting up to {settings.load_timeout:g} s; {LOAD_TIMEOUT} sets the limit)"
     )
+    from jax_rocm7_plugin._binary.child import run_script
+
     run = run_script(
         "load_child.py",
-        [str(path), kind, *map(str, preload), *_rocm_loaded_here()],
+        [str(path), kind, PJRT_ENTRY_SYMBOL, *map(str, preload), *_rocm_loaded_here()],
         timeout=settings.load_timeout,
         notice_after=NOTICE_AFTER_SECONDS,
         notice=notice,

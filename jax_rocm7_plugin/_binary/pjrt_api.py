@@ -17,13 +17,10 @@ parent uses the pure functions on what the child reported.
 
 from __future__ import annotations
 
-import ctypes
-import re
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-ENTRY_SYMBOL = "GetPjrtApi"  # the one symbol a PJRT plugin exports
 HEADER = struct.Struct("<QQQQii")  # PJRT_Api head, up to and including the version
 FUNCTIONS_OFFSET = HEADER.size
 VERSION_BLOCK_SIZE = 24  # sizeof(PJRT_Api_Version)
@@ -44,7 +41,7 @@ MAX_EXTENSIONS = 64
 EXTENSION_GPU_CUSTOM_CALL = 0  # register_custom_call_target
 EXTENSION_FFI = 5  # register_custom_type
 
-_MISSING_DEPENDENCY = re.compile(r"([^\s:]+\.so[.\d]*): cannot open shared object file")
+_MISSING_DEPENDENCY = r"([^\s:]+\.so[.\d]*): cannot open shared object file"
 
 
 class CApiVersion(NamedTuple):
@@ -72,14 +69,16 @@ def function_name(slot: int) -> str:
 
 def missing_dependency(message: str, library_name: str) -> str | None:
     """The dependency a dlopen error message names as not found (not the library itself)."""
-    match = _MISSING_DEPENDENCY.search(message)
+    import re
+
+    match = re.search(_MISSING_DEPENDENCY, message)
     return match.group(1) if match and match.group(1) != library_name else None
 
 
 def header_problem(api_size: int, version_size: int) -> str | None:
     if api_size < HEADER.size or version_size < VERSION_BLOCK_SIZE or api_size > MAX_API_SIZE:
         return (
-            f"{ENTRY_SYMBOL}() returned a struct of {api_size} bytes with a version block of "
+            f"the table it returns is {api_size} bytes with a version block of "
             f"{version_size} bytes; that is not a PJRT_Api"
         )
     return None
@@ -108,6 +107,8 @@ def function_problem(functions: Sequence[int], executable: Sequence[tuple[int, i
 
 def read_table(address: int) -> ApiTable:
     """Read the PJRT_Api at `address` (may crash the process on a wild address: the child's job)."""
+    import ctypes
+
     head = ctypes.string_at(address, HEADER.size)
     api_size, extension, version_size, _version_ext, major, minor = HEADER.unpack(head)
     extensions = []
@@ -137,33 +138,30 @@ def executable_ranges(library_path: str, maps_text: str) -> list[tuple[int, int]
     return ranges
 
 
-class _PluginArgs(ctypes.Structure):  # PJRT_Plugin_Initialize_Args / PJRT_Plugin_Attributes_Args
-    _fields_ = (
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
-        ("attributes", ctypes.c_void_p),
-        ("num_attributes", ctypes.c_size_t),
-    )
-
-
-class _ErrorMessageArgs(ctypes.Structure):  # PJRT_Error_Message_Args
-    _fields_ = (
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
-        ("error", ctypes.c_void_p),
-        ("message", ctypes.c_void_p),
-        ("message_size", ctypes.c_size_t),
-    )
-
-
-_CALL = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)  # PJRT_Error* f(Args*)
-_ARGS_SIZES = {PLUGIN_INITIALIZE: 16, PLUGIN_ATTRIBUTES: 32}  # each Args struct up to its last field
-
-
 def call_plugin_function(table: ApiTable, slot: int) -> tuple[str | None, int]:
     """Call PJRT_Plugin_Initialize or PJRT_Plugin_Attributes as jaxlib does: (its error message, attribute count)."""
-    args = _PluginArgs(struct_size=_ARGS_SIZES[slot])
-    error = _CALL(table.functions[slot])(ctypes.addressof(args))
+    import ctypes
+
+    class _PluginArgs(ctypes.Structure):  # PJRT_Plugin_Initialize_Args / PJRT_Plugin_Attributes_Args
+        _fields_ = (
+            ("struct_size", ctypes.c_size_t),
+            ("extension_start", ctypes.c_void_p),
+            ("attributes", ctypes.c_void_p),
+            ("num_attributes", ctypes.c_size_t),
+        )
+
+    class _ErrorMessageArgs(ctypes.Structure):  # PJRT_Error_Message_Args
+        _fields_ = (
+            ("struct_size", ctypes.c_size_t),
+            ("extension_start", ctypes.c_void_p),
+            ("error", ctypes.c_void_p),
+            ("message", ctypes.c_void_p),
+            ("message_size", ctypes.c_size_t),
+        )
+
+    call = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)  # PJRT_Error* f(Args*)
+    args = _PluginArgs(struct_size=16 if slot == PLUGIN_INITIALIZE else 32)  # each Args struct to its last field
+    error = call(table.functions[slot])(ctypes.addressof(args))
     if not error:
         return None, int(args.num_attributes)
     message = _ErrorMessageArgs(struct_size=ctypes.sizeof(_ErrorMessageArgs), error=error)

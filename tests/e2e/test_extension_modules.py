@@ -25,7 +25,6 @@ from tests.support.stubs import make_link_stubs
 from tests.support.sysroots import make_sysroot
 from tests.support.wheels import build
 
-pytestmark = pytest.mark.slow
 COMBOS = [Combo("0.10.2", "3.11", "0.10.2"), Combo("0.12.0", "3.12", "0.12.0")]
 
 

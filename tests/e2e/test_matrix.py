@@ -17,8 +17,6 @@ from tests.support.environment import Combo
 from tests.support.snippets import DEVICES, JIT_ON_ROCM, our_warnings, pip, run_python
 from tests.support.sysroots import make_sysroot
 
-pytestmark = pytest.mark.slow
-
 COMBOS = [
     Combo("0.10.2", "3.11", "0.10.2"),
     Combo("0.11.2", "3.12", "0.11.2"),

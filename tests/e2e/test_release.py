@@ -93,7 +93,6 @@ WHEELHOUSE_PINS = [
 ]
 
 
-@pytest.mark.slow
 def test_offline_install_through_jax_extra_picks_newest_posts(gpu_library: Path, tmp_path: Path) -> None:
     wheelhouse = tmp_path / "wheelhouse"
     cache = TEST_CACHE / "wheelhouse-0.10.2"

@@ -15,8 +15,6 @@ from tests.support.environment import REPO
 from tests.support.snippets import clean_env
 from tests.support.sysroots import Gpu, make_sysroot
 
-pytestmark = pytest.mark.slow
-
 
 def test_offload_targets(upstream_library: Path) -> None:
     scan = scan_library(upstream_library)
