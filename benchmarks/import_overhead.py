@@ -7,6 +7,13 @@ order (ABBA) so drift in machine load hits both sides alike. Prints both medians
 the median of the per-pair ratios (goal: <= 1.01).
 
     python benchmarks/import_overhead.py --wheels dist/ [--runs 40] [--python /path/to/python3.12]
+
+`--gpu-path` measures the other side instead: a synthetic 8 x gfx942 machine (JAX_ROCM_SYSROOT,
+tests/support/sysroots.py) with the pair's library, where the loader goes all the way to registering.
+With jax already imported, it times what our code costs at `jax.devices()` (the entry module's
+imports and initialize(), jax's own dlopen of the library left out): the first import of a process
+on this machine (no load verdict cached: the child-process load test runs) and later ones (warm
+verdict), and lists the `-X importtime` self time of our modules imported there.
 """
 
 from __future__ import annotations
@@ -82,12 +89,63 @@ def importtime_ms(python: Path, env: dict[str, str]) -> tuple[float, float]:
     return ours, theirs
 
 
+# jax imported first; jax's register_plugin (its dlopen of the library and the C API handshake) is jax's
+# cost, not ours, so it is replaced by a no-op here.
+GPU_PATH = """
+import sys, time, jax
+from jax._src import xla_bridge
+xla_bridge.register_plugin = lambda *args, **kwargs: None
+print("--- ours from here", file=sys.stderr)
+start = time.perf_counter()
+import jax_plugins.rocm7 as entry
+entry.initialize()
+print((time.perf_counter() - start) * 1000)
+"""
+
+
+def gpu_path(python: Path, env: dict[str, str], runs: int) -> None:
+    import tempfile
+
+    sys.path.insert(0, str(REPO))
+    from tests.support.sysroots import Gpu, make_sysroot
+
+    work = Path(tempfile.mkdtemp(prefix="gpu-path-"))
+    root = make_sysroot(work / "machine", [Gpu(drm_render_minor=128 + i) for i in range(8)])
+    env = {**env, "JAX_ROCM_SYSROOT": str(root)}
+
+    def once(cache: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+        command = [str(python), *flags, "-c", GPU_PATH]
+        return subprocess.run(
+            command, check=True, env={**env, "XDG_CACHE_HOME": str(cache)}, capture_output=True, text=True
+        )
+
+    first = [float(once(work / f"cold-{i}").stdout) for i in range(runs)]
+    warm = work / "warm"
+    once(warm)
+    later = [float(once(warm).stdout) for _ in range(runs)]
+    print("GPU path (8 x gfx942, synthetic sysroot), jax imported, our entry module + initialize():")
+    print(f"  first import (no verdict cached): median {statistics.median(first):.2f} ms")
+    print(f"  later imports (warm verdict):     median {statistics.median(later):.2f} ms (min {min(later):.2f})")
+    modules: dict[str, list[float]] = {}
+    for _ in range(11):
+        stderr = once(warm, "-X", "importtime").stderr.split("--- ours from here", 1)[1]
+        for line in stderr.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and parts[0].startswith("import time:") and parts[0].split(":")[1].strip().isdigit():
+                modules.setdefault(parts[2].strip(), []).append(float(parts[0].split(":")[1]) / 1000)
+    self_ms = {name: statistics.median(values) for name, values in modules.items()}
+    print(f"  -X importtime self time of modules imported there, median of 11: {sum(self_ms.values()):.2f} ms")
+    for name, ms in sorted(self_ms.items(), key=lambda item: -item[1])[:8]:
+        print(f"    {ms:.2f} ms {name}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=REPO / "dist", help="directory holding the pair's wheels")
     parser.add_argument("--runs", type=int, default=40, help="pairs of runs (default 40)")
     parser.add_argument("--venvs", type=Path, default=REPO / ".bench", help="where the venvs live")
     parser.add_argument("--python", default=sys.executable, help="the CPython of both venvs (default: this one)")
+    parser.add_argument("--gpu-path", action="store_true", help="time our code on a synthetic 8-GPU machine")
     args = parser.parse_args()
 
     wheels = sorted(str(p) for p in args.wheels.glob("jax_rocm7_*.whl"))
@@ -103,6 +161,9 @@ def main() -> int:
     without = ensure_venv(args.venvs / tag / "without", pins, args.python)
     with_pair = ensure_venv(args.venvs / tag / "with", pins + wheels, args.python)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    if args.gpu_path:
+        gpu_path(with_pair, env, min(args.runs, 15))
+        return 0
 
     for python in (without, with_pair):  # warm the page cache once
         timed_run(python, env)

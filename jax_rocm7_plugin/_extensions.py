@@ -67,11 +67,11 @@ def _load_native(name: str) -> ModuleType:
     module = name.rpartition(".")[2]
     if not machine_can_use_gpu():
         raise ImportError(f"{name}: no usable AMD GPU on this machine, so the ROCm extension is not loaded")
-    from jax_rocm7_plugin._machine import packages
+    from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
     from jax_rocm7_plugin._policy import versions
     from jax_rocm7_plugin.version import JAX_RELEASE
 
-    jaxlib = packages.jaxlib_version()  # the loader's source: jaxlib imports us after jaxlib.version
+    jaxlib = jaxlib_version()  # the loader's source: jaxlib imports us after jaxlib.version
     if jaxlib is not None and versions.check_jaxlib(JAX_RELEASE, jaxlib) is not None:  # the loader's rule
         raise ImportError(f"{name} was built for jaxlib {JAX_RELEASE}, but jaxlib {jaxlib} is installed")
     import importlib.machinery

@@ -116,7 +116,7 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
         facts.library = choice
 
     # 5. Versions: this plugin, jaxlib, the library's wheel.
-    from jax_rocm7_plugin._machine.packages import jaxlib_version
+    from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
 
     facts.jaxlib = jaxlib_version()
     pjrt_version = facts.library.pjrt_version if facts.library is not None else None
@@ -162,11 +162,12 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
     """Thorough: resolve every dependency (and module), then load only a library whose dependencies
     are all found. Quick (the loader): load in a child first, and resolve only when that fails."""
     from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._binary import load_test, pjrt_api
-    from jax_rocm7_plugin._machine.native_modules import native_modules
+    from jax_rocm7_plugin._binary import load_test
 
     settings, library = facts.settings, facts.library
     if thorough:
+        from jax_rocm7_plugin._machine.native_modules import native_modules
+
         facts.runtime = _runtime_state(facts, native_modules())
         yield from facts.runtime.findings
         dependencies = facts.runtime.dependencies
@@ -186,6 +187,8 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
     facts.runtime = _runtime_state(facts, [])
     yield from facts.runtime.findings
     if not any(f.blocks_rocm for f in facts.runtime.findings):
+        from jax_rocm7_plugin._binary import pjrt_api
+
         error = facts.verdict.error or "unknown error"
         yield catalog.library_dependency_missing(
             f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path.name)}, "

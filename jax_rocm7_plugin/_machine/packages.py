@@ -90,14 +90,6 @@ def installed_version(distribution: str) -> str | None:
     return found.version if found is not None else None
 
 
-def jaxlib_version() -> str | None:
-    """The jaxlib of this process: the one imported (inside `import jax`, at no cost), else the installed
-    distribution's (the doctor imports no jax). Loader and doctor both ask this."""
-    imported = sys.modules.get("jaxlib.version")
-    version = getattr(imported, "__version__", None)
-    return str(version) if version is not None else installed_version("jaxlib")
-
-
 def jax_plugin_entry_points(text: str) -> list[tuple[str, str]]:
     """(name, value) of the `jax_plugins` group in an entry_points.txt; a malformed file has none."""
     import configparser  # the doctor's, not the loader's: kept out of `import jax`

@@ -114,7 +114,15 @@ def newest_for_python(python: str) -> Release | None:
     return next((r for r in table() if r.supports(python)), None)
 
 
+@cache
+def _c_api_majors() -> tuple[tuple[str, int], ...]:
+    """(release, PJRT C API major) of every row, read without building the rows: the loader's one question
+    of the table, asked inside `import jax`."""
+    data = json.loads(TABLE.read_text(encoding="utf-8"))
+    return tuple((row["release"], row["pjrt_c_api_major"]) for row in data["releases"])
+
+
 def pjrt_c_api_major(major: int, minor: int) -> int | None:
     """The PJRT C API major that jaxlib major.minor.* speaks, when a served release says (and agrees)."""
-    majors = {r.pjrt_c_api_major for r in table() if version_key(r.release)[:2] == (major, minor)}
+    majors = {c_api for release, c_api in _c_api_majors() if version_key(release)[:2] == (major, minor)}
     return majors.pop() if len(majors) == 1 else None

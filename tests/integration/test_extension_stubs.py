@@ -33,7 +33,7 @@ def native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory.mkdir()
     monkeypatch.setattr("jax_rocm7_plugin._machine.native_modules.native_path", lambda m: directory / f"{m}.so")
     monkeypatch.setattr(extensions, "machine_can_use_gpu", lambda: True)
-    monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: None)
+    monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: None)
     monkeypatch.setattr(extensions, "_reported", set())
     sys.modules.pop("jax_rocm7_plugin._solver", None)
     yield directory
@@ -59,7 +59,7 @@ def test_without_a_gpu_nothing_is_opened(native: Path, monkeypatch: pytest.Monke
 def test_modules_of_another_jaxlib_are_refused_before_use(native: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from jax_rocm7_plugin.version import JAX_RELEASE
 
-    monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: "0.11.2")
+    monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: "0.11.2")
     (native / "_solver.so").write_bytes(b"not even ELF: it must not be opened")
     with pytest.raises(ImportError, match=f"built for jaxlib {JAX_RELEASE}, but jaxlib 0.11.2 is installed"):
         extensions.load_native("jax_rocm7_plugin._solver")

@@ -65,6 +65,13 @@ def test_readme_lists_exactly_the_finding_ids() -> None:
     assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(FINDING_IDS)
 
 
+def test_the_entry_module_reports_the_catalogs_id_for_a_damaged_install() -> None:
+    """The entry module works without our package (it reports when that is broken), so it states the id."""
+    from jax_plugins.rocm7 import DAMAGED_INSTALL
+
+    assert DAMAGED_INSTALL in FINDING_IDS
+
+
 def test_readme_lists_exactly_the_cluster_finding_ids() -> None:
     readme = (REPO / "README.md").read_text()
     paragraph = readme.split("Cluster finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]

@@ -97,11 +97,11 @@ SCENARIOS: dict[str, Callable[[Case], object]] = {
     "pjrt-library-invalid": lambda c: (c.gpu_machine(), setattr(c, "library", c.build / "hip" / HIP_RUNTIME)),
     "jaxlib-missing": lambda c: (
         c.gpu_machine(),
-        c.monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: None),
+        c.monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: None),
     ),
     "version-skew-jaxlib": lambda c: (
         c.gpu_machine(),
-        c.monkeypatch.setattr("jax_rocm7_plugin._machine.packages.jaxlib_version", lambda: "0.9.0"),
+        c.monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: "0.9.0"),
     ),
     "version-skew-pjrt": lambda c: (c.gpu_machine(), _fake_pjrt_wheel(c, "0.9.0")),
     "xla-client-env-invalid": lambda c: (c.gpu_machine(), c.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="FALSE")),
@@ -124,6 +124,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "hip-probe-failed": "doctor --deep only",
     "loader-internal-error": "raised by an unforeseen exception, not by a check",
     "doctor-internal-error": "raised by an unforeseen exception, not by a check",
+    "plugin-install-damaged": "raised by the entry module when our package cannot be imported (test_hostile.py)",
     # Same step and constructor as render-node-missing and kfd-device-missing; they need a user who
     # cannot open files (tests run as root here): tests/integration/test_machine.py forks as nobody.
     "kfd-permission-denied": "needs an unprivileged user (test_machine.py)",
