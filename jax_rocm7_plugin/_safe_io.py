@@ -82,13 +82,6 @@ def read_text(path: str | os.PathLike[str], limit: int) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def is_regular_file(path: str | os.PathLike[str]) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
 def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
     """probe() in a daemon thread; Deadline (naming what it was reading) if it does not finish in time.
 

@@ -145,10 +145,3 @@ def _exports(data: mmap.mmap, sections: list[Section]) -> list[str]:
             if st_shndx != 0 and st_name and (st_info >> 4) in (_STB_GLOBAL, _STB_WEAK):
                 names.append(_cstring(data, strings + st_name))
     return names
-
-
-def section_bytes(path: Path, section: Section) -> bytes:
-    """The contents of one section (e.g. .hip_fatbin), read without mapping the rest."""
-    with open(path, "rb") as handle:
-        handle.seek(section.offset)
-        return handle.read(section.size)

@@ -19,7 +19,6 @@ from typing import NamedTuple
 from jax_rocm7_plugin._machine.sysroot import host_path
 
 TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"
-AMD_VENDOR_ID = 4098  # 0x1002
 # Real properties files are ~1.5 KB; anything far larger is not a KFD file.
 MAX_PROPERTIES_BYTES = 64 * 1024
 
