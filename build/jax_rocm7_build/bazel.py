@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from jax_rocm7_build._checkout import REPO
-from jax_rocm7_plugin._names import LIBRARY_FILE
+from jax_rocm7_plugin._names import LIBRARY_FILE, ROCM_MAJOR
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.releases import Release
@@ -38,7 +38,6 @@ DEFAULT_AMDGPU_TARGETS = (
     "gfx1200",
     "gfx1201",
 )
-REQUIRED_ROCM_MAJOR = 7
 _TARGET = re.compile(r"gfx[0-9]{1,2}[0-9a-f]{2}|gfx[0-9]+(-[0-9]+)*-generic")
 _PYTHON = re.compile(r"3\.\d{1,2}")
 
@@ -76,9 +75,9 @@ def find_toolchain(environ: Mapping[str, str], which: Callable[[str], str | None
     if bazel is None:
         missing.append("bazelisk (or bazel 7) on PATH")
     if version is None:
-        missing.append(f"ROCm 7 at {rocm_path} (no .info/version; set ROCM_PATH)")
-    elif int(version.split(".")[0]) != REQUIRED_ROCM_MAJOR:
-        missing.append(f"ROCm 7 at {rocm_path} (found ROCm {version})")
+        missing.append(f"ROCm {ROCM_MAJOR} at {rocm_path} (no .info/version; set ROCM_PATH)")
+    elif int(version.split(".")[0]) != ROCM_MAJOR:
+        missing.append(f"ROCm {ROCM_MAJOR} at {rocm_path} (found ROCm {version})")
     if missing:
         return "the Bazel build needs " + " and ".join(missing)
     assert bazel is not None and version is not None

@@ -24,7 +24,7 @@ from jax_rocm7_plugin._machine.sysroot import host_path
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 
 HIP_RUNTIME_GLOB = f"{HIP_RUNTIME_PREFIX}*"
-_SONAME_MAJOR = re.compile(r"libamdhip64\.so\.(\d+)$")
+_SONAME_MAJOR = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
