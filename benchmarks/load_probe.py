@@ -27,7 +27,7 @@ from jax_rocm7_plugin._binary import load_test
 from jax_rocm7_plugin._settings import read_settings
 start = time.perf_counter()
 settings = read_settings(os.environ)  # the loader reads the environment once, then probes
-verdict = load_test.probe(Path(sys.argv[1]), "pjrt", settings.load_identity, settings.cache_dir)
+verdict = load_test.probe(Path(sys.argv[1]), "pjrt", settings)
 print((time.perf_counter() - start) * 1000, verdict.cached, verdict.loaded)
 """
 COMMAND = "import jax; jax.devices()"
