@@ -11,6 +11,7 @@ names, as the wheel spec defines them ({name}-{version}.dist-info).
 
 from __future__ import annotations
 
+import configparser
 import importlib.util
 import os
 import pkgutil
@@ -25,11 +26,9 @@ from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import ENTRY_POINT_MODULE, ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 
 OUR_DISTRIBUTIONS = frozenset({PLUGIN_DISTRIBUTION, PJRT_DISTRIBUTION})
-# Patterns, compiled on first use (re caches them): the loader imports this module inside `import jax`
-# for jaxlib_version() alone, which needs none of them there.
-_ROCM_DISTRIBUTION = r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm"
-_CUDA_DISTRIBUTION = r"jax-cuda\d+-(plugin|pjrt)"
-_METADATA_DIR = r"(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?\.(?:dist|egg)-info"
+_ROCM_DISTRIBUTION = re.compile(r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm")
+_CUDA_DISTRIBUTION = re.compile(r"jax-cuda\d+-(plugin|pjrt)")
+_METADATA_DIR = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?\.(?:dist|egg)-info")
 
 
 class Distribution(NamedTuple):
@@ -76,7 +75,7 @@ def _scan(search_path: tuple[str, ...]) -> dict[str, Distribution]:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
             path = Path(entry or ".") / name
-            match = re.fullmatch(_METADATA_DIR, name)
+            match = _METADATA_DIR.fullmatch(name)
             if match is not None:
                 distribution, version = normalize(match["name"]), match["version"]
             else:  # name.egg-info without a version in its name
@@ -92,8 +91,6 @@ def installed_version(distribution: str) -> str | None:
 
 def jax_plugin_entry_points(text: str) -> list[tuple[str, str]]:
     """(name, value) of the `jax_plugins` group in an entry_points.txt; a malformed file has none."""
-    import configparser  # the doctor's, not the loader's: kept out of `import jax`
-
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep names' case
     try:
@@ -147,7 +144,7 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
     conflicts: list[str] = []
     to_remove: list[str] = []
     for name, (version, location) in sorted(found.distributions.items()):
-        if re.fullmatch(_ROCM_DISTRIBUTION, name) and name not in OUR_DISTRIBUTIONS:
+        if _ROCM_DISTRIBUTION.fullmatch(name) and name not in OUR_DISTRIBUTIONS:
             conflicts.append(f"{name} {version} is installed ({location})")
             to_remove.append(name)
     jaxlib = found.distributions.get("jaxlib")
@@ -175,7 +172,7 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
                 tuple(conflicts),
             )
         )
-    cuda = [f"{n} {v[0]}" for n, v in sorted(found.distributions.items()) if re.fullmatch(_CUDA_DISTRIBUTION, n)]
+    cuda = [f"{n} {v[0]}" for n, v in sorted(found.distributions.items()) if _CUDA_DISTRIBUTION.fullmatch(n)]
     cuda += [f"entry point jax_plugins:{n} = {v}" for n, v, _ in found.entry_points if "cuda" in (n + v).lower()]
     if cuda:
         results.append(catalog.cuda_plugin_present(tuple(dict.fromkeys(cuda))))

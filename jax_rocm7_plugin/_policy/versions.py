@@ -31,8 +31,9 @@ def release(version: str) -> tuple[int, int, int]:
     without packaging, whose import and regex cost ~2.5 ms inside `import jax`.
     """
     parts: tuple[int, ...]
-    if version.replace(".", "").isdigit() and version.isascii() and "" not in version.split("."):
-        parts = tuple(int(p) for p in version.split("."))
+    plain = version.split(".")
+    if version.isascii() and all(p.isdigit() for p in plain):
+        parts = tuple(int(p) for p in plain)
     else:
         from packaging.version import Version
 
