@@ -9,7 +9,7 @@ leaves what the earlier ones learned and names the stage it died in:
     {"stage": "api", "api": "missing" | "null" | "called"}
     {"stage": "table", ...ApiTable fields..., "problem": ...}
     {"stage": "PJRT_Plugin_Initialize", "error": ...}, {"stage": "PJRT_Plugin_Attributes", ...}
-    {"stage": "done"}
+    {"stage": "done"}   (after every answer: a child without it died or was stopped)
 """
 
 import contextlib
@@ -43,7 +43,6 @@ def main(library_path: str, kind: str, entry_symbol: str, preloaded: list[str]) 
         return
     say("loaded")
     if kind != "pjrt":
-        say("done")
         return
     pjrt_api = load_reader()
     try:
@@ -75,8 +74,8 @@ def main(library_path: str, kind: str, entry_symbol: str, preloaded: list[str]) 
         say(name, error=error, attributes=attributes)
         if error is not None:
             return
-    say("done")
 
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])
+    say("done")  # whichever way main returned: the child ran to its end (a death never gets here)

@@ -136,8 +136,7 @@ def _verdict(run: ChildRun) -> Verdict:
         answer = run.stage(function)
         if answer is not None and answer.get("error"):
             fields["plugin_error"] = f"{function} failed: {answer['error']}"
-    finished = run.stage("done") is not None or fields["api"] in ("missing", "null") or fields.get("problem")
-    if run.death is not None or not (finished or fields.get("plugin_error")):
+    if run.death is not None or run.stage("done") is None:
         if fields["api"] == "ok":
             fields["api"] = "called"
         return Verdict(**fields, crashed=run.death or "stopped before it finished", died_in=_died_in(run))
