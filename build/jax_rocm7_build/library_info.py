@@ -2,37 +2,26 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_build._checkout import REPO
 from jax_rocm7_build.progress import Progress
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX
 from jax_rocm7_plugin._policy import releases
 
 
 def library_c_api_version(path: Path) -> tuple[str | None, str | None]:
-    """(version, None) read by loading the library in a child process, or (None, why not)."""
-    probe = (
-        "import sys; from pathlib import Path; from jax_rocm7_plugin._binary import pjrt_api; "
-        "print(pjrt_api.read_c_api_version(pjrt_api.load_library(Path(sys.argv[1]))))"
-    )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", probe, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-        )
-    except subprocess.TimeoutExpired:
-        return None, "loading the library took over 120 s"
-    if done.returncode == 0:
-        return done.stdout.strip(), None
-    last = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
-    return None, f"not loadable on the build machine: {last}"
+    """(version, None) from the loader's own load test (a child process), or (None, why not)."""
+    from jax_rocm7_plugin._binary import load_test
+    from jax_rocm7_plugin._settings import read_settings
+
+    verdict = load_test.probe(path, "pjrt", read_settings(os.environ), use_cache=False)
+    refused = load_test.verdict_finding(path, verdict)
+    if refused is None and verdict.loaded and verdict.major is not None:
+        return f"{verdict.major}.{verdict.minor or 0}", None
+    why = refused.summary if refused is not None else verdict.error or "unknown error"
+    return None, f"not loadable on the build machine: {why}"
 
 
 def library_build_info(path: Path, progress: Progress, row: releases.Release | None) -> dict[str, Any]:
