@@ -38,12 +38,12 @@ STAGING = staging_dir()
 # setuptools takes sources, LICENSE and READMEs relative to the working directory.
 os.chdir(STAGING)
 INFO = json.loads((STAGING / PJRT_PACKAGE / "build_info.json").read_text(encoding="utf-8"))
-ROCM = INFO.get("rocm_version") or "unknown"
+ROCM_VERSION = INFO.get("rocm_version") or "unknown"
 
 setup(
     name=PJRT_DISTRIBUTION,
     version=INFO["version"],
-    description=f"ROCm PJRT C-API plugin library for JAX (ROCm {ROCM})",
+    description=f"ROCm PJRT C-API plugin library for JAX (ROCm {ROCM_VERSION})",
     long_description=(STAGING / "README.pjrt.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",

@@ -22,7 +22,6 @@ from jax_rocm7_plugin._names import (
     ENTRY_POINT_MODULE,
     ENTRY_POINT_NAME,
     NATIVE_DIR,
-    PJRT_DISTRIBUTION,
     PLUGIN_DISTRIBUTION,
     PLUGIN_PACKAGE,
 )
@@ -70,8 +69,8 @@ setup(
     include_package_data=False,
     zip_safe=False,
     install_requires=[
-        # Any .postN (or 4th component) of the library for this release installs beside us.
-        f"{PJRT_DISTRIBUTION}=={BUILD['release']}.*",
+        # The library of this release, any .postN (build.py writes it with versions.pin_for).
+        BUILD["pjrt_requirement"],
         # The extension modules are built against one jaxlib (its nanobind types): pinned exactly.
         *([BUILD["jaxlib_pin"]] if BUILD.get("jaxlib_pin") else []),
         "packaging>=23",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jax_rocm7_plugin")
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}")
     commands = parser.add_subparsers(dest="command", required=True)
     doctor = commands.add_parser("doctor", help="say why this machine does or does not get RocmDevice")
     doctor.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -103,7 +103,7 @@ def _cluster(args: argparse.Namespace) -> int:
     from jax_rocm7_plugin._cluster.preflight import Options, run
 
     if args.sysroot is not None and not args.sysroot.is_dir():
-        sys.stderr.write(f"python -m jax_rocm7_plugin cluster: error: --sysroot {args.sysroot}: not a directory\n")
+        sys.stderr.write(f"python -m {__package__} cluster: error: --sysroot {args.sysroot}: not a directory\n")
         return 2
     options = Options(
         coordinator=args.coordinator_address,

@@ -19,7 +19,7 @@ from types import ModuleType
 
 from jax_rocm7_plugin._settings import Settings, read_settings
 
-logger = logging.getLogger("jax_rocm7_plugin")
+logger = logging.getLogger(__package__)  # the package: jax_rocm7_plugin
 _reported: set[str] = set()  # modules whose loss was logged already: once per process
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple, get_args
 
-from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
+from jax_rocm7_plugin._names import (
+    JAX_EXTRA_REQUIREMENT,
+    PJRT_DISTRIBUTION,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+    ROCM,
+)
 from jax_rocm7_plugin.version import JAX_RELEASE
 
 Severity = Literal["error", "warning", "info"]
@@ -58,6 +64,8 @@ FindingId = Literal[
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 SkewKind = Literal["jaxlib", "pjrt"]
 _REINSTALL_PJRT = f'pip install --force-reinstall "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"'
+_PIP_ROCM = f"{PLUGIN_DISTRIBUTION}[with-rocm]"  # the plugin with ROCm from pip
+_RUN_DOCTOR = f"`python -m {PLUGIN_PACKAGE} doctor`"
 
 
 class Finding(NamedTuple):
@@ -177,7 +185,7 @@ def pjrt_wheel_missing(evidence: tuple[str, ...]) -> Finding:
     return Finding(
         "pjrt-wheel-missing",
         "error",
-        "the ROCm PJRT library is not installed (no jax-rocm7-pjrt wheel, no JAX_ROCM_PJRT_LIBRARY)",
+        f"the ROCm PJRT library is not installed (no {PJRT_DISTRIBUTION} wheel, no JAX_ROCM_PJRT_LIBRARY)",
         f'pip install "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"',
         evidence,
     )
@@ -198,8 +206,8 @@ def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Findi
         "library-dependency-missing",
         "error",
         summary,
-        "install ROCm 7 (AMD's packages into /opt/rocm, or pip install "
-        '"jax-rocm7-plugin[with-rocm]") or add its lib directory to LD_LIBRARY_PATH',
+        f"install {ROCM} (AMD's packages into /opt/rocm, or pip install "
+        f'"{_PIP_ROCM}") or add its lib directory to LD_LIBRARY_PATH',
         evidence,
     )
 
@@ -210,8 +218,7 @@ def pjrt_library_crashed(path: str, how: str, evidence: tuple[str, ...]) -> Find
         "error",
         f"loading {path} kills the process ({how}), so it was not loaded",
         f"reinstall it ({_REINSTALL_PJRT}); if that does not help, "
-        "the library was built for another CPU or ROCm: report it with the output of "
-        "`python -m jax_rocm7_plugin doctor`",
+        f"the library was built for another CPU or ROCm: report it with the output of {_RUN_DOCTOR}",
         evidence,
     )
 
@@ -261,8 +268,8 @@ def extension_module_unavailable(summary: str, evidence: tuple[str, ...]) -> Fin
         "extension-module-unavailable",
         "warning",
         summary,
-        "install ROCm 7's libraries (AMD's packages into /opt/rocm, or pip install "
-        '"jax-rocm7-plugin[with-rocm]") or add their directory to LD_LIBRARY_PATH',
+        f"install {ROCM}'s libraries (AMD's packages into /opt/rocm, or pip install "
+        f'"{_PIP_ROCM}") or add their directory to LD_LIBRARY_PATH',
         evidence,
     )
 
@@ -281,7 +288,7 @@ def jaxlib_missing() -> Finding:
         "jaxlib-missing",
         "error",
         "jaxlib is not installed",
-        f'pip install "jax[rocm7-local]=={JAX_RELEASE}"',
+        f'pip install "{JAX_EXTRA_REQUIREMENT}=={JAX_RELEASE}"',
     )
 
 
@@ -300,27 +307,27 @@ def device_bitcode_missing(evidence: tuple[str, ...]) -> Finding:
         "device-bitcode-missing",
         "warning",
         "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so XLA cannot compile kernels",
-        'reinstall it: pip install --force-reinstall "jax-rocm7-plugin[with-rocm]"',
+        f'reinstall it: pip install --force-reinstall "{_PIP_ROCM}"',
         evidence,
     )
 
 
-_INSTALL_ROCM7 = (
-    "install ROCm 7: AMD's packages (https://rocm.docs.amd.com, amdgpu-install --usecase=rocm) into /opt/rocm, "
-    'or ROCm from pip: pip install "jax-rocm7-plugin[with-rocm]"'
+_INSTALL_ROCM = (
+    f"install {ROCM}: AMD's packages (https://rocm.docs.amd.com, amdgpu-install --usecase=rocm) into /opt/rocm, "
+    f'or ROCm from pip: pip install "{_PIP_ROCM}"'
 )
 
 
 def rocm_not_found(evidence: tuple[str, ...]) -> Finding:
-    return Finding("rocm-not-found", "error", "no ROCm runtime is installed (no libamdhip64)", _INSTALL_ROCM7, evidence)
+    return Finding("rocm-not-found", "error", "no ROCm runtime is installed (no libamdhip64)", _INSTALL_ROCM, evidence)
 
 
 def rocm_major_mismatch(evidence: tuple[str, ...]) -> Finding:
     return Finding(
         "rocm-major-mismatch",
         "error",
-        "ROCm is installed, but not ROCm 7, which this jax-rocm7 library is built for",
-        _INSTALL_ROCM7 + " (it can sit beside the other version in /opt/rocm-7.x.y)",
+        f"ROCm is installed, but not {ROCM}, which this {PJRT_DISTRIBUTION} library is built for",
+        _INSTALL_ROCM + " (it can sit beside the other version in /opt/rocm-7.x.y)",
         evidence,
     )
 
@@ -431,8 +438,8 @@ def loader_internal_error(plugin_version: str, error: Exception) -> Finding:
     return Finding(
         "loader-internal-error",
         "error",
-        f"jax-rocm7-plugin {plugin_version} failed unexpectedly ({type(error).__name__}: {error})",
-        "report this with the output of `python -m jax_rocm7_plugin doctor`",
+        f"{PLUGIN_DISTRIBUTION} {plugin_version} failed unexpectedly ({type(error).__name__}: {error})",
+        f"report this with the output of {_RUN_DOCTOR}",
     )
 
 

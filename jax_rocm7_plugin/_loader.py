@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 # modules when it gets there.
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._names import BACKEND, XLA_PLATFORM
+from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
-from jax_rocm7_plugin._settings import Settings, read_settings
+from jax_rocm7_plugin._settings import Settings, read_settings, rocm_in_platforms
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.rocm_pip import PipRocm
 
-logger = logging.getLogger("jax_rocm7_plugin")
+logger = logging.getLogger(PLUGIN_PACKAGE)
 
 PRIORITY = 500
 
@@ -49,19 +49,9 @@ class Plan(NamedTuple):
     environment_changes: tuple[str, ...] = ()
 
 
-def rocm_requested(platforms: str | None) -> bool:
-    """False when JAX_PLATFORMS (or jax_platforms) is set and leaves rocm out."""
-    if not platforms:
-        return True
-    from jax._src import xla_bridge
-
-    names = [p.strip().lower() for p in platforms.split(",") if p.strip()]
-    return any(BACKEND in xla_bridge.expand_platform_alias(name) for name in names)
-
-
 def rocm_required(platforms: str | None) -> bool:
     """True when the user explicitly asked for rocm, so failure becomes jax's error."""
-    return bool(platforms) and rocm_requested(platforms)
+    return bool(platforms and platforms.strip()) and rocm_in_platforms(platforms)
 
 
 def plan_registration(settings: Settings, *, apply_environment: bool = False, load: bool = True) -> Plan | Finding:
@@ -156,7 +146,7 @@ def _jax_platforms() -> str | None:
 def _initialize() -> None:
     settings = read_settings(os.environ, platforms=_jax_platforms())  # the one read of the environment
     platforms = settings.platforms or None
-    if not rocm_requested(platforms):
+    if not rocm_in_platforms(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
         return
     outcome = plan_registration(settings, apply_environment=True)
@@ -208,12 +198,13 @@ def _import_plugin_extension() -> Any | None:
 
     if not native_path("rocm_plugin_extension").is_file():
         logger.debug(
-            "this jax-rocm7-plugin wheel carries no ROCm extension modules: %s",
+            "this %s wheel carries no ROCm extension modules: %s",
+            PLUGIN_DISTRIBUTION,
             lost("rocm_plugin_extension", "not built into the wheel"),
         )
         return None
     try:
-        return importlib.import_module("jax_rocm7_plugin.rocm_plugin_extension")
+        return importlib.import_module(f"{PLUGIN_PACKAGE}.rocm_plugin_extension")
     except ImportError:  # load_native has named the cause at debug level, once
         return None
 

@@ -10,6 +10,11 @@ from __future__ import annotations
 ROCM_MAJOR = 7
 HIP_RUNTIME_PREFIX = "libamdhip64.so."
 HIP_SONAME = f"{HIP_RUNTIME_PREFIX}{ROCM_MAJOR}"
+ROCM = f"ROCm {ROCM_MAJOR}"  # as user messages say it
+
+# jax's extra that installs this pair: pip install "jax[rocm7-local]".
+JAX_EXTRA = f"rocm{ROCM_MAJOR}-local"
+JAX_EXTRA_REQUIREMENT = f"jax[{JAX_EXTRA}]"
 
 # The two wheels (distribution names as pip shows them) and their import packages.
 PLUGIN_DISTRIBUTION = f"jax-rocm{ROCM_MAJOR}-plugin"

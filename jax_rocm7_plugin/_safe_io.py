@@ -96,7 +96,7 @@ def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread as is
             outcome["error"] = error
 
-    worker = threading.Thread(target=run, name="jax-rocm7-machine-probe", daemon=True)
+    worker = threading.Thread(target=run, name="rocm-machine-probe", daemon=True)
     worker.start()
     worker.join(seconds)
     if worker.is_alive():

@@ -9,13 +9,14 @@ its place in the order of checks.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION
 
 SYSROOT = "JAX_ROCM_SYSROOT"
 PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"
@@ -44,7 +45,8 @@ XLA_CLIENT_VARIABLES = (
 LOAD_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", ROCM_PATH, "HIP_PATH", HSA_OVERRIDE, "HIP_PLATFORM")
 ALLOCATORS = ("default", "platform", "bfc", "cuda_async", "vmm")
 _BOOLEAN_WORDS = ("true", "True", "1", "false", "False", "0")
-# jax's platform aliases (xla_bridge._platform_aliases): "gpu" means any of these.
+# jax's platform aliases (xla_bridge._platform_aliases): "gpu" means any of these. Used where jax is not
+# imported (the doctor); where it is, `rocm_in_platforms` asks jax (a test keeps the two equal).
 PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm", "oneapi")}
 
 
@@ -168,13 +170,22 @@ def _cache_dir(environ: Mapping[str, str]) -> Path | None:
 def platforms_findings(settings: Settings) -> list[Finding]:
     """jax-platforms-excludes-rocm, read without importing jax."""
     value = settings.platforms or ""
-    if not value.strip():
-        return []
-    names = [p.strip().lower() for p in value.split(",") if p.strip()]
-    expanded = {alias for name in names for alias in PLATFORM_ALIASES.get(name, (name,))}
-    if "rocm" in expanded:
+    if rocm_in_platforms(value):
         return []
     return [catalog.jax_platforms_excludes_rocm(value, (f"JAX_PLATFORMS={value!r}",))]
+
+
+def rocm_in_platforms(platforms: str | None) -> bool:
+    """The one reading of JAX_PLATFORMS (or jax's jax_platforms): does it leave rocm in? Unset or blank: yes."""
+    if not platforms or not platforms.strip():
+        return True
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    expand = getattr(xla_bridge, "expand_platform_alias", None)  # jax's own table, where jax is imported
+    for name in (p.strip().lower() for p in platforms.split(",") if p.strip()):
+        aliases = expand(name) if expand is not None else PLATFORM_ALIASES.get(name, (name,))
+        if BACKEND in aliases:
+            return True
+    return False
 
 
 def xla_client_problems(values: Mapping[str, str]) -> list[str]:

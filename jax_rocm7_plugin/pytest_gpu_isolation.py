@@ -15,6 +15,8 @@ import os
 import re
 from collections.abc import Mapping, MutableMapping
 
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+
 ENABLE_VARIABLE = "JAX_ENABLE_ROCM_XDIST"
 WORKER_VARIABLE = "PYTEST_XDIST_WORKER"  # set by xdist in each worker: gw0, gw1, ...
 
@@ -58,4 +60,4 @@ except IsolationError as _error:
 def pytest_report_header() -> str | None:
     if _CHOSEN is None:
         return None
-    return "jax-rocm7 GPU isolation: " + " ".join(f"{k}={v}" for k, v in _CHOSEN.items())
+    return f"{PLUGIN_DISTRIBUTION} GPU isolation: " + " ".join(f"{k}={v}" for k, v in _CHOSEN.items())

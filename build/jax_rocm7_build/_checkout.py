@@ -13,27 +13,30 @@ import os
 import sys
 from pathlib import Path
 
+# The package's name, stated here because this module is what makes `_names` importable (a layout
+# test keeps it equal to _names.PLUGIN_PACKAGE).
+PACKAGE = "jax_rocm7_plugin"
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN_DIR = REPO / "jax_rocm7_plugin"
+PLUGIN_DIR = REPO / PACKAGE
 CACHE_DIR = Path(os.environ.get("JAX_ROCM_BUILD_CACHE", Path.home() / ".cache" / "jax-rocm7-build"))
 
 
 def use_checkout() -> None:
     """Make `import jax_rocm7_plugin` (and its submodules) load this checkout's tree."""
-    loaded = sys.modules.get("jax_rocm7_plugin")
+    loaded = sys.modules.get(PACKAGE)
     if loaded is not None:
         where = Path(getattr(loaded, "__file__", "") or "").resolve().parent
         if where != PLUGIN_DIR:
-            raise ImportError(f"jax_rocm7_plugin was imported from {where} before the build could use {PLUGIN_DIR}")
+            raise ImportError(f"{PACKAGE} was imported from {where} before the build could use {PLUGIN_DIR}")
         return
     spec = importlib.util.spec_from_file_location(
-        "jax_rocm7_plugin", PLUGIN_DIR / "__init__.py", submodule_search_locations=[str(PLUGIN_DIR)]
+        PACKAGE, PLUGIN_DIR / "__init__.py", submodule_search_locations=[str(PLUGIN_DIR)]
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["jax_rocm7_plugin"] = module
+    sys.modules[PACKAGE] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules["jax_rocm7_plugin"]
+        del sys.modules[PACKAGE]
         raise

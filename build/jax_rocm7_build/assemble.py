@@ -18,8 +18,17 @@ from jax_rocm7_build.downloads import copy_and_hash, fetch_released
 from jax_rocm7_build.library_info import library_build_info
 from jax_rocm7_build.progress import BuildError, Progress
 from jax_rocm7_build.sources import Source
-from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_PACKAGE, PLUGIN_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._names import (
+    JAX_EXTRA_REQUIREMENT,
+    LIBRARY_FILE,
+    PJRT_DISTRIBUTION,
+    PJRT_PACKAGE,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+    ROCM_MAJOR,
+)
 from jax_rocm7_plugin._policy import releases
+from jax_rocm7_plugin._policy.versions import pin_for
 
 
 def setup_command(script: str, work: Path, output_dir: Path) -> list[str]:
@@ -74,7 +83,7 @@ def run_setup(script: str, staging: Path, output_dir: Path, work: Path) -> Path:
 
 
 def _newest_wheel(output_dir: Path, script: str) -> list[Path]:
-    prefix = "jax_rocm7_pjrt-" if "pjrt" in script else "jax_rocm7_plugin-"
+    prefix = f"{PJRT_PACKAGE}-" if "pjrt" in script else f"{PLUGIN_PACKAGE}-"
     return sorted(output_dir.glob(prefix + "*.whl"), key=lambda p: p.stat().st_mtime)
 
 
@@ -86,7 +95,7 @@ def stage_common(staging: Path, readme_name: str, readme: str) -> None:
 def build_pjrt_wheel(
     args: argparse.Namespace, source: Source, version: str, output_dir: Path, progress: Progress
 ) -> Path:
-    with tempfile.TemporaryDirectory(prefix="jax-rocm7-pjrt-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{PJRT_DISTRIBUTION}-") as tmp:
         staging = Path(tmp) / "staging"
         package = staging / PJRT_PACKAGE
         package.mkdir(parents=True)
@@ -120,8 +129,10 @@ def build_pjrt_wheel(
             "built_by": "build/build.py",
         }
         (package / "build_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        stage_common(staging, "README.pjrt.md", _PJRT_README.format(**info, rocm=info["rocm_version"] or "unknown"))
-        progress.step(f"writing the jax-rocm7-pjrt {version} wheel (compressing {size / 1e6:.0f} MB)")
+        stage_common(
+            staging, "README.pjrt.md", _PJRT_README.format(**info, **_NAMES, rocm=info["rocm_version"] or "unknown")
+        )
+        progress.step(f"writing the {PJRT_DISTRIBUTION} {version} wheel (compressing {size / 1e6:.0f} MB)")
         wheel = run_setup("setup_pjrt.py", staging, output_dir, Path(tmp))
     progress.step(f"built {wheel} ({wheel.stat().st_size / 1e6:.1f} MB)")
     return wheel
@@ -141,7 +152,7 @@ def build_plugin_wheel(
     output_dir: Path,
     progress: Progress,
 ) -> Path:
-    with tempfile.TemporaryDirectory(prefix="jax-rocm7-plugin-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{PLUGIN_DISTRIBUTION}-") as tmp:
         staging = Path(tmp) / "staging"
         for source, relative in _plugin_sources():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -162,10 +173,12 @@ def build_plugin_wheel(
                 f"=={modules.python}.*" if modules is not None else row.requires_python if row is not None else ">=3.11"
             ),
             "jaxlib_pin": f"jaxlib=={args.release}" if modules is not None else None,
+            # Any .postN (or 4th component) of the library for this release installs beside the plugin.
+            "pjrt_requirement": f"{PJRT_DISTRIBUTION}{pin_for(args.release)}",
         }
         (staging / "plugin_build.json").write_text(json.dumps(build, indent=2) + "\n", encoding="utf-8")
-        stage_common(staging, "README.plugin.md", _PLUGIN_README.format(**build))
-        progress.step(f"writing the jax-rocm7-plugin {version} wheel")
+        stage_common(staging, "README.plugin.md", _PLUGIN_README.format(**build, **_NAMES))
+        progress.step(f"writing the {PLUGIN_DISTRIBUTION} {version} wheel")
         wheel = run_setup("setup_plugin.py", staging, output_dir, Path(tmp))
     progress.step(f"built {wheel}")
     return wheel
@@ -186,16 +199,24 @@ def stamp_version(version_py: Path, version: str, release: str) -> None:
     version_py.write_text("".join(stamped), encoding="utf-8")
 
 
-_PJRT_README = """# jax-rocm7-pjrt {version}
+# The names in the READMEs come from _names (a rename is one edit there).
+_NAMES = {
+    "pjrt": PJRT_DISTRIBUTION,
+    "plugin": PLUGIN_DISTRIBUTION,
+    "extra": JAX_EXTRA_REQUIREMENT,
+    "package": PJRT_PACKAGE,
+}
+
+_PJRT_README = """# {pjrt} {version}
 
 The PJRT C-API plugin library that gives JAX its 'rocm' backend on AMD GPUs
-(ROCm {rocm}). Installed by `pip install "jax[rocm7-local]"` through
-jax-rocm7-plugin; `jax_rocm7_pjrt.build_info()` says how it was built.
+(ROCm {rocm}). Installed by `pip install "{extra}"` through
+{plugin}; `{package}.build_info()` says how it was built.
 """
 
-_PLUGIN_README = """# jax-rocm7-plugin {version}
+_PLUGIN_README = """# {plugin} {version}
 
 Registers the 'rocm' backend with JAX {release} when this machine can run it, and
-says in one line why not when it cannot. Needs jax-rocm7-pjrt {release}.* and
-ROCm {rocm_version} (from /opt/rocm, or `jax-rocm7-plugin[with-rocm]` from pip).
+says in one line why not when it cannot. Needs {pjrt_requirement} and
+ROCm {rocm_version} (from /opt/rocm, or `{plugin}[with-rocm]` from pip).
 """

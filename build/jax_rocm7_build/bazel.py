@@ -21,7 +21,7 @@ from jax_rocm7_plugin._names import LIBRARY_FILE, ROCM_MAJOR
 if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.releases import Release
 
-PJRT_TARGET = "//pjrt:xla_rocm_plugin.so"
+PJRT_TARGET = f"//pjrt:{LIBRARY_FILE}"
 EXTENSIONS_TARGET = "//jaxlib_rocm:extension_modules"
 # What the published 0.10.x library covers, as explicit processors: MI100, MI200, MI300, MI350,
 # RX 6800-6900, RX 7900/7800/7600, Strix Halo, RX 9060/9070. Override with --amdgpu-targets.

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from jax_rocm7_build._checkout import CACHE_DIR
 from jax_rocm7_build.progress import BuildError, Progress
-from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION
+from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import releases
 
 _CHUNK = 8 * 1024 * 1024
@@ -119,7 +119,7 @@ def fetch_released(row: releases.Release, progress: Progress) -> tuple[zipfile.Z
         "distribution": f"{PJRT_DISTRIBUTION}=={row.published_pjrt.version}",
         "wheel": wheel.name,
         "wheel_sha256": row.published_pjrt.sha256,
-        "sha256_checked_against": "jax_rocm7_plugin/releases.json",
+        "sha256_checked_against": f"{PLUGIN_PACKAGE}/_policy/releases.json",
         "member": members[0],
     }
     return archive, members[0], provenance

@@ -16,7 +16,13 @@ import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jax_rocm7_plugin._names import EXTENSION_CAPABILITIES, EXTENSION_MODULES, NATIVE_DIR, PLUGIN_PACKAGE
+from jax_rocm7_plugin._names import (
+    EXTENSION_CAPABILITIES,
+    EXTENSION_MODULES,
+    NATIVE_DIR,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+)
 from jax_rocm7_plugin._names import NATIVE_BUILD_INFO as BUILD_INFO
 
 
@@ -84,7 +90,7 @@ def from_published_wheel(wheel: Path, wheel_sha256: str, python: str, into: Path
     with zipfile.ZipFile(wheel) as archive:
         for member in archive.namelist():
             top, _, name = member.partition("/")
-            if top != "jax_rocm7_plugin" or "/" in name or not name.endswith(".so"):
+            if top != PLUGIN_PACKAGE or "/" in name or not name.endswith(".so"):
                 continue
             module = module_name(Path(name))
             if module not in EXTENSION_MODULES:
@@ -105,16 +111,16 @@ def from_published_wheel(wheel: Path, wheel_sha256: str, python: str, into: Path
     return ModuleSet(python, paths, sources)
 
 
-NOTICE = """Extension modules re-packaged in jax-rocm7-plugin {version}
+NOTICE = """Extension modules re-packaged in {distribution} {version}
 ================================================================
 
-jax_rocm7_plugin/_native/ holds jaxlib's ROCm extension modules ({modules}),
+{native}/ holds jaxlib's ROCm extension modules ({modules}),
 built for CPython {python} and jaxlib {release}. They are compiled from JAX's sources
 (https://github.com/jax-ml/jax, jaxlib/rocm and jaxlib/gpu; Copyright The JAX Authors),
 which are licensed under the Apache License, Version 2.0
 (https://www.apache.org/licenses/LICENSE-2.0). This wheel ships them unchanged; where
 each came from (the wheel and its sha256, or the build) is recorded in
-jax_rocm7_plugin/_native/build_info.json. They link against ROCm's libraries
+{native}/{build_info}. They link against ROCm's libraries
 (HIP, hipBLAS, hipSOLVER, rocSOLVER, hipSPARSE, MIOpen), which are not included: ROCm
 comes from the host or from pip.
 """
@@ -135,6 +141,12 @@ def stage(modules: ModuleSet, package: Path, staging_root: Path, *, version: str
     }
     (native / BUILD_INFO).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     notice = NOTICE.format(
-        version=version, modules=", ".join(sorted(modules.paths)), python=modules.python, release=release
+        distribution=PLUGIN_DISTRIBUTION,
+        native=f"{PLUGIN_PACKAGE}/{NATIVE_DIR}",
+        build_info=BUILD_INFO,
+        version=version,
+        modules=", ".join(sorted(modules.paths)),
+        python=modules.python,
+        release=release,
     )
     (staging_root / "NOTICE").write_text(notice, encoding="utf-8")

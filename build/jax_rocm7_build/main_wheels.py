@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING
 
 from jax_rocm7_build import arguments
 from jax_rocm7_build._checkout import REPO
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, ROCM
+from jax_rocm7_plugin._policy import RELEASES_TABLE
 
 if TYPE_CHECKING:
     from jax_rocm7_build.sources import Source
     from jax_rocm7_plugin._policy.releases import Release
 
 NAME = "wheels"
-HELP = "build jax-rocm7-pjrt and jax-rocm7-plugin wheels"
+HELP = f"build {PJRT_DISTRIBUTION} and {PLUGIN_DISTRIBUTION} wheels"
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,8 +36,8 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
     wheels.add_argument(
         "--pjrt-library",
         metavar="PATH|released|bazel",
-        help="the PJRT .so to package, 'released' for the published jax-rocm7-pjrt library, or 'bazel' "
-        "to build it (default: bazel where bazelisk and ROCm 7 are found, else released)",
+        help=f"the PJRT .so to package, 'released' for the published {PJRT_DISTRIBUTION} library, or 'bazel' "
+        f"to build it (default: bazel where bazelisk and {ROCM} are found, else released)",
     )
     wheels.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     wheels.add_argument(
@@ -60,7 +62,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
         "--extension-modules",
         metavar="DIR|released|none",
         help="jaxlib's ROCm extension modules for the plugin wheel: a folder of built modules, 'released' "
-        "(from the published jax-rocm7-plugin wheel for the target CPython), or 'none' (default: released "
+        f"(from the published {PLUGIN_DISTRIBUTION} wheel for the target CPython), or 'none' (default: released "
         "with --pjrt-library released, Bazel's with bazel, none with a library PATH)",
     )
     wheels.add_argument("--xla-source", type=arguments.directory, metavar="DIR", help="build XLA from this checkout")
@@ -73,7 +75,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
         "--release",
         metavar="X.Y.Z",
         help="jax release the wheels serve (default: the newest in the release table "
-        "(jax_rocm7_plugin/_policy/releases.json) that the target CPython runs)",
+        f"({RELEASES_TABLE.relative_to(REPO)}) that the target CPython runs)",
     )
 
 
@@ -141,7 +143,7 @@ def choose_release(release: str | None, python: str | None, explicit_library: bo
         if explicit_library:
             return None
         raise ValueError(
-            f"release {release} is not in jax_rocm7_plugin/_policy/releases.json (served: {served()}); "
+            f"release {release} is not in {RELEASES_TABLE.relative_to(REPO)} (served: {served()}); "
             f"add its row with `build.py release-row {release} --write`"
         )
     if not row.supports(target):
@@ -175,7 +177,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.only in (None, "pjrt"):
         built.append(assemble.build_pjrt_wheel(args, source, version, output_dir, progress))
     if args.only in (None, "plugin"):
-        with tempfile.TemporaryDirectory(prefix="jax-rocm7-modules-") as work:
+        with tempfile.TemporaryDirectory(prefix=f"{PLUGIN_DISTRIBUTION}-modules-") as work:
             for python in args.pythons:
                 modules = sources.module_set(args, source, python, Path(work), progress)
                 built.append(assemble.build_plugin_wheel(args, modules, version, output_dir, progress))
@@ -194,7 +196,6 @@ def dry_run(args: argparse.Namespace, source: Source, version: str, output_dir: 
     from jax_rocm7_build._checkout import CACHE_DIR
     from jax_rocm7_build.assemble import setup_command
     from jax_rocm7_build.downloads import released_download_command
-    from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 
     python = f"CPython {args.python_version}"
     print(f"# source: {source.kind}; wheels {version} for {python} into {output_dir}")

@@ -27,7 +27,7 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PJRT_PACKAGE, PLUGIN_DISTRIBUTION
 
 PYPI_JSON = os.environ.get("JAX_ROCM_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _ROCM_SUMMARY = re.compile(r"ROCm:(\d+\.\d+(?:\.\d+)?)")
@@ -128,7 +128,7 @@ def release_row(release: str, previous: dict[str, Any] | None, jax_source: Path 
     jax_files = pypi_releases("jax")
     pjrt_versions = of_release(pjrt_files, release)
     if not pjrt_versions:
-        raise SystemExit(f"release-row: jax-rocm7-pjrt {release} is not published")
+        raise SystemExit(f"release-row: {PJRT_DISTRIBUTION} {release} is not published")
     pjrt = [artifact(f) for v in pjrt_versions for f in linux_wheels(pjrt_files[v])]
     plugin = plugin_wheels(plugin_files, of_release(plugin_files, release))
     python = python_versions(plugin)
@@ -159,10 +159,10 @@ def _summary_of(artifact_version: str, cache: Path) -> str:
     cache.mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(cache),
-        f"jax-rocm7-pjrt=={artifact_version}",
+        f"{PJRT_DISTRIBUTION}=={artifact_version}",
     ]  # fmt: skip
     subprocess.run(command, check=True)
-    (wheel,) = cache.glob(f"jax_rocm7_pjrt-{artifact_version}-*.whl")
+    (wheel,) = cache.glob(f"{PJRT_PACKAGE}-{artifact_version}-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         text = archive.read(metadata).decode()

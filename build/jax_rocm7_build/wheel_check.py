@@ -33,6 +33,7 @@ from jax_rocm7_plugin._names import (
     ENTRY_POINT_MODULE,
     ENTRY_POINT_NAME,
     LIBRARY_FILE,
+    PIP_ROCM_PACKAGE,
     PJRT_DISTRIBUTION,
     PJRT_ENTRY_SYMBOL,
     PJRT_PACKAGE,
@@ -40,6 +41,7 @@ from jax_rocm7_plugin._names import (
     PLUGIN_PACKAGE,
 )
 from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
+from jax_rocm7_plugin._policy.versions import pin_for
 
 PJRT = PJRT_DISTRIBUTION
 PLUGIN = PLUGIN_DISTRIBUTION
@@ -54,7 +56,7 @@ PLUGIN_DATA = (
     f"{PLUGIN_PACKAGE}/_policy/cluster_policy.json",
 )
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
-PIP_ROCM_DIRS = re.compile(r"(_rocm_sdk_core|_rocm_sdk_libraries[\w-]*|rocm)/lib")
+PIP_ROCM_DIRS = re.compile(rf"({re.escape(PIP_ROCM_PACKAGE)}|_rocm_sdk_libraries[\w-]*|rocm)/lib")
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
 # export them whatever the version script says; they are addresses, not an interface.
 _SECTION_BOUND = re.compile(r"__(start|stop)_[A-Za-z_][A-Za-z0-9_]*")
@@ -188,7 +190,7 @@ def _runpath(entries: tuple[str, ...]) -> list[str]:
     if not pip_dirs:
         problems.append(
             "RUNPATH has no $ORIGIN entry reaching a pip-installed ROCm next to the package "
-            f"(e.g. $ORIGIN/../_rocm_sdk_core/lib); it is {':'.join(entries) or 'empty'}"
+            f"(e.g. $ORIGIN/../{PIP_ROCM_PACKAGE}/lib); it is {':'.join(entries) or 'empty'}"
         )
     if "/opt/rocm/lib" not in entries:
         problems.append("RUNPATH lacks /opt/rocm/lib")
@@ -241,8 +243,8 @@ def _plugin(archive: zipfile.ZipFile, path: Path, version: Version, tags: set[Ta
     pins = [
         Requirement(r) for r in metadata.get_all("Requires-Dist", []) if canonicalize_name(Requirement(r).name) == PJRT
     ]
-    if [str(p.specifier) for p in pins] != [f"=={release}.*"]:
-        problems.append(f"must require {PJRT}=={release}.*, requires {[str(p) for p in pins] or 'nothing'}")
+    if [str(p.specifier) for p in pins] != [pin_for(release)]:
+        problems.append(f"must require {PJRT}{pin_for(release)}, requires {[str(p) for p in pins] or 'nothing'}")
     problems += _extension_modules(archive, path, release, tags, metadata)
     problems += [
         f"{member} is missing (the plugin reads it at run time)" for member in PLUGIN_DATA if member not in names
@@ -278,12 +280,12 @@ def _extension_modules(
     from jax_rocm7_plugin._names import NATIVE_BUILD_INFO as BUILD_INFO
 
     names = set(archive.namelist())
-    native_prefix = f"jax_rocm7_plugin/{NATIVE_DIR}/"
+    native_prefix = f"{PLUGIN_PACKAGE}/{NATIVE_DIR}/"
     natives = sorted(n for n in names if n.startswith(native_prefix) and n.endswith(".so"))
     problems = [
         f"{n} is outside {native_prefix}: jaxlib would load it during every `import jax`"
         for n in sorted(names)
-        if n.startswith("jax_rocm7_plugin/") and n.endswith(".so") and n not in natives
+        if n.startswith(f"{PLUGIN_PACKAGE}/") and n.endswith(".so") and n not in natives
     ]
     pins = [Requirement(r) for r in metadata.get_all("Requires-Dist", []) if Requirement(r).name == "jaxlib"]
     if not natives:
@@ -328,7 +330,7 @@ def _extension_modules(
             if module not in EXTENSION_MODULES:
                 problems.append(f"{member}: jaxlib never imports a ROCm module named {module}")
                 continue
-            stub = f"jax_rocm7_plugin/{module}.py"
+            stub = f"{PLUGIN_PACKAGE}/{module}.py"
             if stub not in names or "load_native(__name__)" not in archive.read(stub).decode():
                 problems.append(f"{member} has no public stub {stub} that loads it")
             data = archive.read(member)

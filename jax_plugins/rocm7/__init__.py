@@ -8,7 +8,7 @@ the standard library only, and states the finding id it reports (the catalog's, 
 """
 
 DAMAGED_INSTALL = "plugin-install-damaged"
-LOADER = "jax_rocm7_plugin._loader"
+LOADER = "jax_rocm7_plugin._loader"  # a test keeps it equal to _names.PLUGIN_PACKAGE's loader
 
 
 def initialize() -> None:
@@ -67,6 +67,6 @@ def _report_damaged(error: BaseException, fallback_package: str) -> None:
 
     what, fix = damaged_install(error, fallback_package)
     # The loader's logger and line format, so tools that read the loader's warning read this one too.
-    logging.getLogger("jax_rocm7_plugin").warning(
+    logging.getLogger(LOADER.split(".")[0]).warning(
         "ROCm backend unavailable, jax falls back to CPU: %s; %s [%s]", what, fix, DAMAGED_INSTALL
     )

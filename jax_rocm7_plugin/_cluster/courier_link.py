@@ -19,6 +19,8 @@ import threading
 import time
 from typing import Any
 
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+
 MAX_STDERR_BYTES = 256 * 1024
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # process 0's `records` of 512 processes of 8 KB is 4 MB
 
@@ -35,7 +37,7 @@ class CourierGone(Exception):
 class CourierLink:
     def __init__(self, environ: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jax_rocm7_plugin._cluster.courier"],
+            [sys.executable, "-m", f"{PLUGIN_PACKAGE}._cluster.courier"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -45,7 +47,7 @@ class CourierLink:
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._buffer = b""
-        self._drain = threading.Thread(target=self._drain_stderr, name="jax-rocm7-courier-stderr", daemon=True)
+        self._drain = threading.Thread(target=self._drain_stderr, name="rocm-courier-stderr", daemon=True)
         self._drain.start()
 
     def _drain_stderr(self) -> None:

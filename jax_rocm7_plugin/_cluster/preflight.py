@@ -368,7 +368,7 @@ class _CoordinatorProbe:
         self.target = (host.strip("[]"), int(port))
         self.seen_up = False
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="jax-rocm7-coordinator-probe", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="rocm-coordinator-probe", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -152,7 +152,7 @@ def plugin_findings(found: PluginInventory) -> list[Finding]:
         conflicts.append(f"jaxlib {jaxlib[0]} is a ROCm build of jaxlib with its own ROCm backend")
     if found.upstream_pjrt_files:
         conflicts.append(
-            "the installed jax-rocm7-pjrt is another build (it ships "
+            f"the installed {PJRT_DISTRIBUTION} is another build (it ships "
             f"{found.upstream_pjrt_files[0]} and registers its own loader)"
         )
         to_remove.append(PJRT_DISTRIBUTION)

@@ -136,7 +136,7 @@ def rocm_findings(installs: list[RocmInstall], rocm_path: str | None) -> list[Fi
                 (
                     f"ROCM_PATH={rocm_path} holds no ROCm" if rocm_path else "ROCM_PATH is not set",
                     "no /opt/rocm or /opt/rocm-* with a HIP runtime or .info/version",
-                    "no libamdhip64.so.* in the dynamic loader's directories",
+                    f"no {HIP_RUNTIME_PREFIX}* in the dynamic loader's directories",
                     f"no ROCm from pip (module {PIP_ROCM_PACKAGE})",
                 )
             )

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, ROCM
 from jax_rocm7_plugin._policy.gfx_targets import covering_target, describe, override_suggestion, override_target
 from jax_rocm7_plugin._settings import HSA_OVERRIDE
 
@@ -94,7 +95,7 @@ def coverage_findings(
                 evidence,
             )
         ]
-    fix = "use a jax-rocm7-pjrt built for this GPU (build/build.py wheels on a ROCm 7 host with its gfx target)"
+    fix = f"use a {PJRT_DISTRIBUTION} built for this GPU (build/build.py wheels on a {ROCM} host with its gfx target)"
     suggestion = next(
         (s for c in missing if c.own_target and (s := override_suggestion(c.own_target, frozenset(library_targets)))),
         None,

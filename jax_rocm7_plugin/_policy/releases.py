@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any, NamedTuple
 
-TABLE = Path(__file__).resolve().parent / "releases.json"
+from jax_rocm7_plugin._policy import RELEASES_TABLE as TABLE
 
 
 class Artifact(NamedTuple):
@@ -112,17 +111,3 @@ def newest() -> Release:
 def newest_for_python(python: str) -> Release | None:
     """The newest release whose jaxlib runs on CPython `python` ("3.12")."""
     return next((r for r in table() if r.supports(python)), None)
-
-
-@cache
-def _c_api_majors() -> tuple[tuple[str, int], ...]:
-    """(release, PJRT C API major) of every row, read without building the rows: the loader's one question
-    of the table, asked inside `import jax`."""
-    data = json.loads(TABLE.read_text(encoding="utf-8"))
-    return tuple((row["release"], row["pjrt_c_api_major"]) for row in data["releases"])
-
-
-def pjrt_c_api_major(major: int, minor: int) -> int | None:
-    """The PJRT C API major that jaxlib major.minor.* speaks, when a served release says (and agrees)."""
-    majors = {c_api for release, c_api in _c_api_majors() if version_key(release)[:2] == (major, minor)}
-    return majors.pop() if len(majors) == 1 else None

@@ -13,9 +13,10 @@ time through struct sizes).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from functools import cache
+from typing import TYPE_CHECKING
 
-from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import JAX_EXTRA_REQUIREMENT, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._findings import Finding
@@ -55,44 +56,41 @@ def pin_for(version: str) -> str:
     return f"=={release_str(version)}.*"
 
 
-class Skew(NamedTuple):
-    """A version conflict, phrased for the user."""
+def check_jaxlib(plugin_version: str, jaxlib_version: str) -> Finding | None:
+    """version-skew-jaxlib when the plugin and jaxlib are not of one release."""
+    from jax_rocm7_plugin import _findings as catalog
 
-    kind: str  # "jaxlib" or "pjrt"
-    summary: str
-    fix: str
-    evidence: tuple[str, ...]
-
-
-def check_jaxlib(plugin_version: str, jaxlib_version: str) -> Skew | None:
     try:
         ok = same_release(plugin_version, jaxlib_version)
     except ValueError as error:  # packaging's InvalidVersion
-        return Skew("jaxlib", f"cannot compare versions: {error}", "reinstall jax and the plugin", ())
+        return catalog.version_skew("jaxlib", f"cannot compare versions: {error}", "reinstall jax and the plugin", ())
     if ok:
         return None
     plugin_rel, jaxlib_rel = release_str(plugin_version), release_str(jaxlib_version)
-    return Skew(
+    return catalog.version_skew(
         "jaxlib",
         f"{PLUGIN} {plugin_version} serves jaxlib {plugin_rel}.*, but jaxlib {jaxlib_version} is installed",
-        f'pip install "{PLUGIN}=={jaxlib_rel}.*" "{PJRT}=={jaxlib_rel}.*" '
-        f'(keeps jaxlib {jaxlib_version}), or pip install "jax[rocm7-local]=={plugin_rel}"',
+        f'pip install "{PLUGIN}{pin_for(jaxlib_rel)}" "{PJRT}{pin_for(jaxlib_rel)}" '
+        f'(keeps jaxlib {jaxlib_version}), or pip install "{JAX_EXTRA_REQUIREMENT}=={plugin_rel}"',
         (f"{PLUGIN}=={plugin_version}", f"jaxlib=={jaxlib_version}"),
     )
 
 
-def check_pjrt(plugin_version: str, pjrt_version: str) -> Skew | None:
+def check_pjrt(plugin_version: str, pjrt_version: str) -> Finding | None:
+    """version-skew-pjrt when the plugin and the library's wheel are not of one release."""
+    from jax_rocm7_plugin import _findings as catalog
+
     try:
         ok = same_release(plugin_version, pjrt_version)
     except ValueError as error:  # packaging's InvalidVersion
-        return Skew("pjrt", f"cannot compare versions: {error}", "reinstall both ROCm wheels", ())
+        return catalog.version_skew("pjrt", f"cannot compare versions: {error}", "reinstall both ROCm wheels", ())
     if ok:
         return None
     plugin_rel = release_str(plugin_version)
-    return Skew(
+    return catalog.version_skew(
         "pjrt",
         f"{PLUGIN} {plugin_version} needs {PJRT} {plugin_rel}.*, but {PJRT} {pjrt_version} is installed",
-        f'pip install "{PJRT}=={plugin_rel}.*"',
+        f'pip install "{PJRT}{pin_for(plugin_rel)}"',
         (f"{PLUGIN}=={plugin_version}", f"{PJRT}=={pjrt_version}"),
     )
 
@@ -106,15 +104,29 @@ def version_findings(plugin_version: str, jaxlib_version: str | None, pjrt_versi
 
     if jaxlib_version is None:
         return [catalog.jaxlib_missing()]
-    skews = [check_jaxlib(plugin_version, jaxlib_version)]
+    found = [check_jaxlib(plugin_version, jaxlib_version)]
     if pjrt_version is not None:
-        skews.append(check_pjrt(plugin_version, pjrt_version))
-    return [catalog.version_skew(s.kind, s.summary, s.fix, s.evidence) for s in skews if s is not None]
+        found.append(check_pjrt(plugin_version, pjrt_version))
+    return [finding for finding in found if finding is not None]
 
 
 def expected_pjrt_c_api_major(jaxlib_version: str) -> int | None:
-    """The PJRT C API major the given jaxlib speaks, when this policy knows it."""
-    from jax_rocm7_plugin._policy import releases
+    """The PJRT C API major the given jaxlib speaks, when a served release of its X.Y says (and they agree).
 
+    Read straight from the table's JSON, without building its rows (`releases`): the loader asks
+    this once inside every `import jax`.
+    """
     major, minor, _ = release(jaxlib_version)
-    return releases.pjrt_c_api_major(major, minor)
+    majors = {c_api for row_release, c_api in _c_api_majors() if release(row_release)[:2] == (major, minor)}
+    return majors.pop() if len(majors) == 1 else None
+
+
+@cache
+def _c_api_majors() -> tuple[tuple[str, int], ...]:
+    """(release, PJRT C API major) of every row of the release table."""
+    import json
+
+    from jax_rocm7_plugin._policy import RELEASES_TABLE
+
+    rows = json.loads(RELEASES_TABLE.read_text(encoding="utf-8"))["releases"]
+    return tuple((row["release"], row["pjrt_c_api_major"]) for row in rows)

@@ -4,6 +4,7 @@ runtime, the names of things and the finding ids in one place each, and PyPA's `
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import subprocess
 import sys
@@ -78,18 +79,95 @@ def test_readme_lists_exactly_the_cluster_finding_ids() -> None:
     assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(CLUSTER_FINDING_IDS)
 
 
-def test_names_of_things_are_stated_once() -> None:
-    """The library file, the HIP soname, the wheel names: in _names.py, not spelled again in code."""
-    spelled = ('"xla_rocm_plugin.so"', '"libamdhip64.so.7"', '"jax-rocm7-pjrt"', '"jax-rocm7-plugin"')
-    sources = [*PLUGIN.rglob("*.py"), *(REPO / "build").rglob("*.py"), *REPO.glob("setup_*.py")]
-    again = [
-        f"{p.relative_to(REPO)}: {name}"
-        for p in sources
-        if p.name != "_names.py"
-        for name in spelled
-        if name in p.read_text()
+# Code that cannot import _names: the entry module (it reports a damaged install of our package),
+# the pjrt wheel's locator (another distribution), and build's bootstrap that makes _names importable.
+# Each states the names it needs; a test below keeps them equal to _names.
+_STATES_ITS_OWN_NAMES = {
+    "jax_plugins/rocm7/__init__.py",
+    "pjrt/jax_rocm7_pjrt/__init__.py",
+    "build/jax_rocm7_build/_checkout.py",
+}
+
+
+def _stated_names() -> dict[str, str]:
+    """What _names.py states (the text a repeat would contain), by name; short or generic words left out."""
+    from jax_rocm7_plugin import _names
+
+    # Words too short or generic to be a repeat ("rocm", "ROCM", "_native", "rocm7" inside other names).
+    generic = {"BACKEND", "XLA_PLATFORM", "ENTRY_POINT_GROUP", "ENTRY_POINT_NAME", "NATIVE_DIR", "NATIVE_BUILD_INFO"}
+    stated = {
+        name: value
+        for name, value in vars(_names).items()
+        if name.isupper() and isinstance(value, str) and name not in generic
+    }
+    stated["project stem"] = f"jax-rocm{_names.ROCM_MAJOR}"  # thread names, temporary directories...
+    return stated
+
+
+def _code_strings(tree: ast.AST) -> list[ast.Constant]:
+    """String literals of code (f-string parts included), docstrings left out: prose may name things."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
     ]
-    assert again == []
+
+
+def test_names_of_things_are_stated_once() -> None:
+    """Every name _names.py states (distributions, packages, library file, sonames, entry point, extra, the
+    ROCm major) appears in no string literal of the runtime, build/ or setup scripts, plain or as a regex;
+    no module binds a name of _names again; nothing assigns the ROCm major as a number."""
+
+    stated = _stated_names()
+    patterns = {name: (value, re.escape(value)) for name, value in stated.items()}
+    sources = [*PLUGIN.rglob("*.py"), *(REPO / "build").rglob("*.py"), *REPO.glob("setup_*.py")]
+    repeats = []
+    for path in sources:
+        relative = str(path.relative_to(REPO))
+        if path.name == "_names.py" or relative in _STATES_ITS_OWN_NAMES:
+            continue
+        tree = ast.parse(path.read_text(), relative)
+        for node in _code_strings(tree):
+            for name, spellings in patterns.items():
+                if any(spelling in node.value for spelling in spellings):
+                    repeats.append(f"{relative}:{node.lineno}: {node.value!r} spells {name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if not isinstance(target, ast.Name):
+                        continue
+                    if target.id in stated or target.id == "ROCM_MAJOR":
+                        repeats.append(f"{relative}:{node.lineno}: binds {target.id} again")
+                    elif "ROCM_MAJOR" in target.id and isinstance(node.value, ast.Constant):
+                        repeats.append(f"{relative}:{node.lineno}: {target.id} = {node.value.value!r}")
+    assert repeats == []
+
+
+def test_code_that_cannot_import_names_states_the_same_ones() -> None:
+    import jax_plugins.rocm7 as entry
+    from jax_rocm7_plugin import _names
+
+    # The locator's source, loaded by path (an installed jax-rocm7-pjrt may be importable too).
+    locator_dir = REPO / "pjrt" / _names.PJRT_PACKAGE
+    spec = importlib.util.spec_from_file_location("source_locator", locator_dir / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    locator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(locator)
+    assert locator.LIBRARY_NAME == _names.LIBRARY_FILE
+    assert f"{_names.PLUGIN_PACKAGE}._loader" == entry.LOADER
+    assert entry.__name__ == _names.ENTRY_POINT_MODULE
+    from jax_rocm7_build import _checkout
+
+    assert _checkout.PACKAGE == _names.PLUGIN_PACKAGE
 
 
 def test_the_plugin_wheel_needs_no_build_only_package(standin_wheels) -> None:  # type: ignore[no-untyped-def]

@@ -90,6 +90,9 @@ def test_platform_aliases_match_jax() -> None:
 
     for alias, platforms in PLATFORM_ALIASES.items():
         assert tuple(xla_bridge.expand_platform_alias(alias)) == platforms
+    # Every alias jax knows, ours knows too (the doctor reads JAX_PLATFORMS without jax).
+    theirs = xla_bridge._alias_to_platforms
+    assert {name: tuple(platforms) for name, platforms in theirs.items()} == PLATFORM_ALIASES
 
 
 XLA_VALUES = [
