@@ -8,7 +8,7 @@ checks the list).
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, get_args
 
 from jax_rocm7_plugin._names import (
     JAX_EXTRA_REQUIREMENT,
@@ -17,6 +17,7 @@ from jax_rocm7_plugin._names import (
     PLUGIN_PACKAGE,
     ROCM,
 )
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin.version import JAX_RELEASE
 
 Severity = Literal["error", "warning", "info"]

@@ -16,7 +16,7 @@ import importlib
 import logging
 import os
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 # Only what a machine without an AMD GPU needs is imported up front: this module is
 # imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
@@ -26,6 +26,7 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import Settings, read_settings, rocm_in_platforms
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
@@ -76,7 +77,7 @@ def plan_registration(settings: Settings, *, apply_environment: bool = False, lo
         library_path=str(facts.library.path),
         library_source=facts.library.source,
         options=options,
-        c_api_version=str(facts.c_api) if facts.c_api is not None else None,
+        c_api_version=".".join(map(str, facts.c_api)) if facts.c_api is not None else None,
         extensions=frozenset(facts.verdict.extensions) if facts.verdict is not None else frozenset(),
         warnings=tuple(warnings),
         environment_changes=tuple(changes),

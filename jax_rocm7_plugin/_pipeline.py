@@ -12,7 +12,7 @@ doctor's first error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._findings import Finding
@@ -22,22 +22,45 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from jax_rocm7_plugin._binary.load_test import Verdict
-    from jax_rocm7_plugin._binary.pjrt_api import CApiVersion
     from jax_rocm7_plugin._machine.devices import MachineState
     from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
     from jax_rocm7_plugin._machine.rocm_pip import PipRocm
     from jax_rocm7_plugin._machine.runtime import RuntimeState
+    from jax_rocm7_plugin._machine.visibility import HipView
+    from jax_rocm7_plugin._policy.coverage import GpuCoverage
+
+
+# The steps of `checks`, in order. Each field of Facts belongs to one step (FACT_STEPS): it is None
+# until that step has begun, and after it holds what the step learned (None: it found nothing). A
+# caller that stops consuming findings early reads the fields of the steps that began (`Facts.step`).
+STEPS = ("settings", "machine", "visibility", "library", "versions", "gpus", "runtime", "pip-rocm", "c-api")
+FACT_STEPS = {
+    "settings": "settings",
+    "machine": "machine",
+    "view": "visibility",
+    "library": "library",
+    "jaxlib": "versions",
+    "library_targets": "gpus",
+    "coverage": "gpus",
+    "runtime": "runtime",
+    "verdict": "runtime",
+    "pip_rocm": "pip-rocm",
+    "c_api": "c-api",
+}
 
 
 class Facts:
     """What the checks learned, for the loader's registration and the doctor's report.
 
-    Filled in step by step; a field stays None when its step did not run or found nothing.
+    The contract (tests/integration/test_pipeline.py walks it finding by finding): `step` names the
+    last step that began; a field of a later step (FACT_STEPS) is None. Once its step began a field
+    is final, and None only where the step found nothing (no library, no GPU code objects, ...).
     (A plain class: a dataclass costs ~0.7 ms to create, inside every `import jax`.)
     """
 
     __slots__ = (
         "c_api",
+        "coverage",
         "jaxlib",
         "library",
         "library_targets",
@@ -45,19 +68,28 @@ class Facts:
         "pip_rocm",
         "runtime",
         "settings",
+        "step",
         "verdict",
+        "view",
     )
 
     def __init__(self, settings: Settings) -> None:
+        self.step = "settings"
         self.settings = settings
         self.machine: MachineState | None = None  # empty (unknown_state) when the probe ran past its deadline
+        self.view: HipView | None = None  # the GPUs HIP will use after the device-selection variables
         self.library: LibraryChoice | None = None
         self.jaxlib: str | None = None
-        self.library_targets: list[str] | None = None
-        self.runtime: RuntimeState | None = None
-        self.verdict: Verdict | None = None
-        self.c_api: CApiVersion | None = None
+        self.library_targets: list[str] | None = None  # None: the library carries no GPU code objects
+        self.coverage: tuple[GpuCoverage, ...] | None = None  # every GPU of the topology; None with no targets
+        self.runtime: RuntimeState | None = None  # dependencies resolved (thorough, or after a failed load)
+        self.verdict: Verdict | None = None  # the child-process load
         self.pip_rocm: PipRocm | None = None
+        self.c_api: tuple[int, int] | None = None  # (major, minor) the library speaks, from the load
+
+    def began(self, step: str) -> bool:
+        """Whether `step` has begun, so its fields hold what it learned."""
+        return STEPS.index(step) <= STEPS.index(self.step)
 
 
 def first_blocking_finding(
@@ -85,6 +117,7 @@ def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load:
     # 2. The driver and device nodes, under a deadline (a hung driver must not hang `import jax`).
     from jax_rocm7_plugin._machine.devices import machine_findings, probe_within_deadline, unknown_state
 
+    facts.step = "machine"
     probed = probe_within_deadline(settings.sysroot)
     if isinstance(probed, Finding):
         facts.machine = unknown_state(settings.sysroot)
@@ -99,17 +132,22 @@ def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load:
 
 def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
     from jax_rocm7_plugin._machine.pjrt_library import library_targets, locate_library
-    from jax_rocm7_plugin._machine.visibility import visible_device_findings
+    from jax_rocm7_plugin._machine.visibility import hip_view, visible_device_findings
     from jax_rocm7_plugin._policy import versions
     from jax_rocm7_plugin.version import __version__ as plugin_version
 
     settings, machine = facts.settings, facts.machine
     assert machine is not None
     # 3. Which GPUs the device-selection variables leave to HIP.
-    yield from visible_device_findings(settings.devices, machine.topology.gpus)
+    facts.step = "visibility"
+    facts.view = hip_view(settings.devices, machine.topology.gpus)
+    yield from visible_device_findings(settings.devices, machine.topology.gpus, facts.view)
 
-    # 4. The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load).
-    choice = locate_library(settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest)
+    # 4. The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load). The loader
+    # skips reading its dynamic section when the load verdict kept for this very file is a clean load.
+    facts.step = "library"
+    known_good = None if thorough or not load else _known_good(settings)
+    choice = locate_library(settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest, known_good)
     if isinstance(choice, Finding):
         yield choice
     else:
@@ -118,6 +156,7 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     # 5. Versions: this plugin, jaxlib, the library's wheel.
     from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
 
+    facts.step = "versions"
     facts.jaxlib = jaxlib_version()
     pjrt_version = facts.library.pjrt_version if facts.library is not None else None
     yield from versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
@@ -126,36 +165,52 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     yield from settings.xla_client_findings
 
     # 7. The GPUs HIP will use against the library's code objects, and shared memory for them.
+    facts.step = "gpus"
     facts.library_targets = library_targets(facts.library) if facts.library is not None else None
     yield from _gpu_findings(facts)
 
     # 8. The ROCm runtime the library needs, and a load in a child process.
+    facts.step = "runtime"
     yield from _runtime_findings(facts, thorough=thorough, load=load)
 
     # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
     from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
 
+    facts.step = "pip-rocm"
     facts.pip_rocm = pip_rocm_used(settings.rocm_path, settings.ld_library_path)
     if facts.pip_rocm is not None:
         yield from bitcode_findings(facts.pip_rocm)
 
     # 10. The PJRT C API the library speaks, against jaxlib's.
+    facts.step = "c-api"
     yield from _c_api_findings(facts)
+
+
+def _known_good(settings: Settings) -> Callable[[Path], bool]:
+    """Whether the load verdict kept for this file (same identity, same settings) is a clean PJRT load:
+    then the child has called its GetPjrtApi, and reading the export table again proves nothing new."""
+    from jax_rocm7_plugin._binary import load_test
+
+    def known_good(path: Path) -> bool:
+        verdict = load_test.cached_verdict(path, "pjrt", settings)
+        return verdict is not None and load_test.verdict_finding(path, verdict) is None and verdict.loaded
+
+    return known_good
 
 
 def _gpu_findings(facts: Facts) -> Iterator[Finding]:
     from jax_rocm7_plugin._machine.shm import shm_findings
-    from jax_rocm7_plugin._machine.visibility import hip_view
-    from jax_rocm7_plugin._policy.coverage import coverage_findings, override_findings
+    from jax_rocm7_plugin._policy.coverage import coverage_findings, gpu_coverage, override_findings
 
-    settings, machine = facts.settings, facts.machine
-    assert machine is not None
-    view = hip_view(settings.devices, machine.topology.gpus)
-    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    settings, machine, view, targets = facts.settings, facts.machine, facts.view, facts.library_targets
+    assert machine is not None and view is not None
     yield from override_findings(settings.hsa_override)
-    gpus = [(index, node.index, node.gfx_target) for index, node in view]
-    yield from coverage_findings(gpus, facts.library_targets, settings.hsa_override)
-    yield from shm_findings(settings.sysroot, sum(1 for _, node in view if node.index in usable))
+    if targets is not None:  # every GPU of the topology (the doctor shows hidden ones too)
+        gpus = [(view.hip_index(node.index), node.index, node.gfx_target) for node in machine.topology.gpus]
+        facts.coverage = tuple(gpu_coverage(gpus, targets, settings.hsa_override))
+        yield from coverage_findings(facts.coverage, targets, settings.hsa_override)
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    yield from shm_findings(settings.sysroot, sum(1 for _, node in view.gpus if node.index in usable))
 
 
 def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
@@ -214,21 +269,21 @@ def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
 
 def _c_api_findings(facts: Facts) -> Iterator[Finding]:
     from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._binary.pjrt_api import CApiVersion
     from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
     from jax_rocm7_plugin._policy import versions
 
     verdict, library = facts.verdict, facts.library
     if verdict is None or library is None or not verdict.loaded or verdict.major is None:
         return
-    facts.c_api = CApiVersion(verdict.major, verdict.minor or 0)
+    facts.c_api = (verdict.major, verdict.minor or 0)
     try:
         expected = versions.expected_pjrt_c_api_major(facts.jaxlib) if facts.jaxlib else None
     except ValueError:  # a jaxlib version that is no version: the version step has said so
         expected = None
-    if expected is not None and facts.c_api.major != expected:
+    if expected is not None and verdict.major != expected:
         yield catalog.pjrt_c_api_mismatch(
-            f"the PJRT library speaks PJRT C API {facts.c_api}, but jaxlib {facts.jaxlib} speaks {expected}.x",
+            f"the PJRT library speaks PJRT C API {verdict.major}.{verdict.minor or 0}, "
+            f"but jaxlib {facts.jaxlib} speaks {expected}.x",
             f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}=='
             f'{versions.release_str(facts.jaxlib or "")}.*"',
             (f"library: {library.path}", f"jaxlib=={facts.jaxlib}"),

@@ -12,11 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._record import NamedTuple
 
 SYSROOT = "JAX_ROCM_SYSROOT"
 PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"

@@ -46,11 +46,10 @@ def damaged_install(error: BaseException, fallback_package: str) -> tuple[str, s
         elif frames:
             path = frames[-1].filename
     path = str(path or "an unknown file")
-    package = None
-    for entry in sys.path:  # the top-level package holding the file names the distribution to reinstall
-        if entry and path.startswith(os.path.join(os.path.abspath(entry), "")):
-            package = os.path.relpath(path, entry).split(os.sep)[0]
-            break
+    # The top-level package holding the file names the distribution to reinstall: relative to the
+    # innermost sys.path entry holding it (a script's folder may hold the venv, say).
+    holders = [os.path.abspath(e) for e in sys.path if e and path.startswith(os.path.join(os.path.abspath(e), ""))]
+    package = os.path.relpath(path, max(holders, key=len)).split(os.sep)[0] if holders else None
     distribution = (package or fallback_package.split(".")[0]).replace("_", "-")
     try:
         from importlib.metadata import version

@@ -16,7 +16,9 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from jax_rocm7_plugin._record import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import mmap
 import struct
 from pathlib import Path
-from typing import NamedTuple
+
+from jax_rocm7_plugin._record import NamedTuple
 
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")

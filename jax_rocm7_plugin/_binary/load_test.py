@@ -22,9 +22,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from jax_rocm7_plugin._names import PJRT_ENTRY_SYMBOL, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import LOAD_TIMEOUT
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
     # st_ctime_ns: a copy over the same inode with the mtime put back (cp -p, rsync --inplace -t) changes
     # it, and nothing in user space can set it back.
     identity = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
-    parts = [str(path.resolve()), *map(str, identity), kind]
+    parts = [os.path.abspath(path), *map(str, identity), kind]  # inode and device name the file
     parts += settings
     parts += [sys.version, str(VERDICT_FORMAT)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
@@ -171,6 +172,12 @@ def verdict_finding(path: Path, verdict: Verdict) -> Finding | None:
     if verdict.plugin_error is not None:
         return catalog.pjrt_library_invalid(f"{path}: {verdict.plugin_error}", (f"library: {path}",))
     return None
+
+
+def cached_verdict(path: Path, kind: str, settings: Settings) -> Verdict | None:
+    """The verdict kept for this file as it is now (and these settings), if any: a stat and a small read."""
+    key = _identity(path, kind, settings.load_identity)
+    return _read_cached(settings.cache_dir, key) if key is not None else None
 
 
 def probe(

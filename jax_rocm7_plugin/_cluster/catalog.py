@@ -6,10 +6,11 @@ the processes and hosts it concerns: for a mismatch, those outside the largest g
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, get_args
 
 from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._record import NamedTuple
 
 ClusterFindingId = Literal[
     "cluster-usage-invalid",

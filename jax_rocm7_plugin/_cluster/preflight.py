@@ -16,12 +16,13 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
 
 from jax_rocm7_plugin._cluster import catalog, failures
 from jax_rocm7_plugin._cluster.catalog import ClusterFinding
 from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, death_description
 from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
+from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
 RESOLVE_SECONDS = 5.0

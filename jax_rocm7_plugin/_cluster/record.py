@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import first_blocking
@@ -24,6 +24,7 @@ from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._policy import cluster_policy
 from jax_rocm7_plugin._policy.cluster_policy import REDACTED
+from jax_rocm7_plugin._record import NamedTuple
 
 SCHEMA = 1
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
@@ -243,9 +244,7 @@ def file_sha256(path: Path) -> str | None:
 
 def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
     """Every GPU of the KFD topology, and the nodes HIP will use (in HIP's order)."""
-    from jax_rocm7_plugin._machine.visibility import hip_view
-
-    machine = facts.machine
+    machine, view = facts.machine, facts.view
     if machine is None:
         return (), ()
     nodes = machine.topology.gpus
@@ -258,7 +257,7 @@ def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
         )
         for node in nodes
     )
-    visible = tuple(node.index for _, node in hip_view(facts.settings.devices, nodes))
+    visible = tuple(node.index for _, node in view.gpus) if view is not None else ()
     return gpus, visible
 
 

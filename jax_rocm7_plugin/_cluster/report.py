@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from jax_rocm7_plugin._cluster.catalog import ClusterFinding
 from jax_rocm7_plugin._cluster.phrases import hosts_phrase, ranges
+from jax_rocm7_plugin._record import NamedTuple
 
 EXIT_CONSISTENT, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 

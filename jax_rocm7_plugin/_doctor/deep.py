@@ -10,12 +10,13 @@ parent never loads a GPU library itself.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._binary.child import run_script
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import ROCM_MAJOR
+from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._binary.load_test import Verdict

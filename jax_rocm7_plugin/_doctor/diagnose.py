@@ -111,22 +111,15 @@ def _extensions(facts: Facts) -> tuple[ExtensionEntry, ...]:
 
 
 def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
-    from jax_rocm7_plugin._machine.visibility import visible_selection
-    from jax_rocm7_plugin._policy.coverage import gpu_coverage
+    """Every GPU of the topology, with what the pipeline worked out for it: HIP's view, the library's code."""
     from jax_rocm7_plugin._policy.gfx_targets import product_name
 
-    state, settings, targets = facts.machine, facts.settings, facts.library_targets
+    state, view = facts.machine, facts.view
     if state is None:
         return ()
-    nodes = state.topology.gpus
-    _, visible = visible_selection(settings.devices, nodes)
     usable = {g.node_index for g in state.usable_gpus}
-    covered = {
-        c.node_index: c.covered_by
-        for c in gpu_coverage(
-            [(i, n.index, n.gfx_target) for i, n in enumerate(nodes)], targets or (), settings.hsa_override
-        )
-    }
+    visible = {node.index for _, node in view.gpus} if view is not None else set()
+    covered = {c.node_index: c.covered_by for c in facts.coverage or ()}
     return tuple(
         GpuEntry(
             kfd_node=g.node_index,
@@ -134,10 +127,10 @@ def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
             product=product_name(g.gfx_target),
             render_node=str(g.render_node.path) if g.render_node else None,
             usable=g.node_index in usable,
-            visible=position in visible,
-            library_code=covered.get(g.node_index) if targets else None,
+            visible=g.node_index in visible,
+            library_code=covered.get(g.node_index) if facts.coverage is not None else None,
         )
-        for position, g in enumerate(state.gpus)
+        for g in state.gpus
     )
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._record import NamedTuple
 
 
 class GpuEntry(NamedTuple):

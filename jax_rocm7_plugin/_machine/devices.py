@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.sysroot import host_path
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, Topology, read_topology
+from jax_rocm7_plugin._record import NamedTuple
 
 KFD_DEVICE = "/dev/kfd"
 DXG_DEVICE = "/dev/dxg"

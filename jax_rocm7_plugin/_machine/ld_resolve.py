@@ -24,11 +24,11 @@ import os
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._binary.process_maps import mapped_objects
 from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_text
 
 LD_SO_CONF = "/etc/ld.so.conf"

@@ -12,7 +12,7 @@ from typing import Any
 
 from jax_rocm7_plugin._names import EXTENSION_CAPABILITIES, NATIVE_BUILD_INFO, NATIVE_DIR
 
-_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).parent.parent  # __file__ is absolute; resolving it costs a stat per component
 
 
 def native_dir() -> Path:

@@ -16,9 +16,9 @@ import ipaddress
 import os
 import socket
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._record import NamedTuple
 
 NET_CLASS = "/sys/class/net"
 IF_INET6 = "/proc/net/if_inet6"

@@ -19,11 +19,11 @@ import re
 import sys
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import ENTRY_POINT_MODULE, ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._record import NamedTuple
 
 OUR_DISTRIBUTIONS = frozenset({PLUGIN_DISTRIBUTION, PJRT_DISTRIBUTION})
 _ROCM_DISTRIBUTION = re.compile(r"jax-rocm\d+-(plugin|pjrt)|jaxlib-rocm")

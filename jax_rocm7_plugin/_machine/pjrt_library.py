@@ -11,15 +11,18 @@ import importlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_ENTRY_SYMBOL, PJRT_PACKAGE
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import PJRT_LIBRARY as LIBRARY_ENV
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from jax_rocm7_plugin._binary.elf_dynamic import DynamicInfo
 # Workspace names under which the runfiles tree holds our targets (bzlmod: _main).
 _RUNFILES_WORKSPACES = ("_main", "jax_rocm7")
@@ -29,33 +32,41 @@ class LibraryChoice(NamedTuple):
     path: Path
     source: str
     pjrt_version: str | None  # None when not from the jax-rocm7-pjrt wheel
-    dynamic: DynamicInfo | None = None  # its NEEDED, RUNPATH and exports, read once when it was chosen
+    # Its NEEDED, RUNPATH and exports, read once when it was chosen (None: a load test vouches for it).
+    dynamic: DynamicInfo | None = None
 
 
 def locate_library(
-    explicit: Path | None, runfiles_dir: str | None = None, runfiles_manifest: str | None = None
+    explicit: Path | None,
+    runfiles_dir: str | None = None,
+    runfiles_manifest: str | None = None,
+    known_good: Callable[[Path], bool] | None = None,
 ) -> LibraryChoice | Finding:
-    """`explicit`: JAX_ROCM_PJRT_LIBRARY (absolute); the runfiles variables come from a `bazel run`."""
+    """`explicit`: JAX_ROCM_PJRT_LIBRARY (absolute); the runfiles variables come from a `bazel run`.
+
+    `known_good(path)`: True when a load test has already shown this very file to be a working PJRT
+    plugin; its dynamic section is then not read (`dynamic` stays None).
+    """
     if explicit is not None:
         path = explicit
         if not path.is_file():
             what = "does not exist" if not path.exists() else "is not a regular file"
             return catalog.pjrt_library_invalid(f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",))
-        return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None))
+        return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None), known_good)
 
-    from_wheel = _from_pjrt_wheel() if importlib.util.find_spec(PJRT_PACKAGE) is not None else None
+    from_wheel = _from_pjrt_wheel(known_good) if importlib.util.find_spec(PJRT_PACKAGE) is not None else None
     if isinstance(from_wheel, LibraryChoice):
         return from_wheel
     # No wheel, or an unbuilt jax_rocm7_pjrt source tree on sys.path: a development run under Bazel.
     runfile = _runfiles_library(runfiles_dir, runfiles_manifest)
     if runfile is not None:
-        return _checked(LibraryChoice(runfile, "bazel runfiles", None))
+        return _checked(LibraryChoice(runfile, "bazel runfiles", None), known_good)
     if from_wheel is not None:
         return from_wheel
     return catalog.pjrt_wheel_missing((f"no module {PJRT_PACKAGE}", f"{LIBRARY_ENV} is not set"))
 
 
-def _from_pjrt_wheel() -> LibraryChoice | Finding:
+def _from_pjrt_wheel(known_good: Callable[[Path], bool] | None) -> LibraryChoice | Finding:
     pjrt = importlib.import_module(PJRT_PACKAGE)
     path = Path(pjrt.library_path())
     try:
@@ -69,13 +80,15 @@ def _from_pjrt_wheel() -> LibraryChoice | Finding:
             f"{PJRT_DISTRIBUTION} {version} is installed but its library {path} is missing",
             (f"{path} does not exist",),
         )
-    return _checked(LibraryChoice(path, PJRT_DISTRIBUTION, version))
+    return _checked(LibraryChoice(path, PJRT_DISTRIBUTION, version), known_good)
 
 
-def _checked(choice: LibraryChoice) -> LibraryChoice | Finding:
+def _checked(choice: LibraryChoice, known_good: Callable[[Path], bool] | None) -> LibraryChoice | Finding:
     problem = shared_object_problem(choice.path)
     if problem is not None:
         return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
+    if known_good is not None and known_good(choice.path):
+        return choice
     from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     try:

@@ -16,12 +16,12 @@ import glob
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.sysroot import host_path
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._record import NamedTuple
 
 HIP_RUNTIME_GLOB = f"{HIP_RUNTIME_PREFIX}*"
 _SONAME_MAJOR = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")

@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._names import HIP_SONAME, PIP_ROCM_PACKAGE
+from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._findings import Finding

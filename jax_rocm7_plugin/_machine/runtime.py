@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
@@ -17,6 +16,7 @@ from jax_rocm7_plugin._machine.ld_resolve import DependencyReport, ld_so_conf_di
 from jax_rocm7_plugin._machine.native_modules import lost
 from jax_rocm7_plugin._machine.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, HIP_SONAME, ROCM_MAJOR
+from jax_rocm7_plugin._record import NamedTuple
 
 
 class ExtensionState(NamedTuple):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._record import NamedTuple
 
 TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"
 # Real properties files are ~1.5 KB; anything far larger is not a KFD file.

@@ -11,11 +11,11 @@ left. Like CUDA, a list is read up to its first invalid entry; an empty value or
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.topology import KfdNode
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import CUDA_VISIBLE, GPU_ORDINAL, HIP_VISIBLE, ROCR_VISIBLE, DeviceSelection
 
 
@@ -84,18 +84,36 @@ def visible_selection(devices: DeviceSelection, gpus: Sequence[KfdNode]) -> tupl
     return applied, remaining
 
 
-def hip_view(devices: DeviceSelection, gpus: Sequence[KfdNode]) -> list[tuple[int, KfdNode]]:
+class HipView(NamedTuple):
+    """What the device-selection variables leave to HIP (the check pipeline works it out once)."""
+
+    selections: tuple[Selection, ...]  # each variable that is set, in the order they apply
+    gpus: tuple[tuple[int, KfdNode], ...]  # the GPUs HIP will use, in its order, each with its HIP index
+
+    def hip_index(self, node_index: int) -> int | None:
+        """The index HIP_VISIBLE_DEVICES knows KFD node `node_index` by; None when the variables hide it."""
+        return next((index for index, node in self.gpus if node.index == node_index), None)
+
+
+def hip_view(devices: DeviceSelection, gpus: Sequence[KfdNode]) -> HipView:
     """The GPUs HIP will use, each with the index HIP_VISIBLE_DEVICES knows it by: its place among ROCr's GPUs."""
-    _, visible = visible_selection(devices, gpus)
-    _, rocr = visible_selection(DeviceSelection(rocr=devices.rocr), gpus)
-    return [(rocr.index(position), gpus[position]) for position in visible]
+    selections, visible = visible_selection(devices, gpus)
+    # HIP's indices count the GPUs ROCr leaves, whatever HIP's own variables then hide.
+    rocr = visible_selection(DeviceSelection(rocr=devices.rocr), gpus)[1] if devices.rocr is not None else None
+    return HipView(
+        tuple(selections),
+        tuple((rocr.index(p) if rocr is not None else p, gpus[p]) for p in visible),
+    )
 
 
-def visible_device_findings(devices: DeviceSelection, gpus: Sequence[KfdNode]) -> list[Finding]:
+def visible_device_findings(
+    devices: DeviceSelection, gpus: Sequence[KfdNode], view: HipView | None = None
+) -> list[Finding]:
+    """`view`: hip_view of the same arguments, where the caller has it."""
     if not gpus:
         return []
     found: list[Finding] = []
-    selections, _ = visible_selection(devices, gpus)
+    selections = (view or hip_view(devices, gpus)).selections
     if selections and selections[-1].visible == 0:
         evidence = tuple(
             f"{s.variable}={s.value!r} leaves {s.visible} of the GPUs" + (f" ({s.note})" if s.note else "")

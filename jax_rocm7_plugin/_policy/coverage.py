@@ -8,19 +8,19 @@ We say so before that happens.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import NamedTuple
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, ROCM
 from jax_rocm7_plugin._policy.gfx_targets import covering_target, describe, override_suggestion, override_target
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import HSA_OVERRIDE
 
 OVERRIDE_VARIABLE = HSA_OVERRIDE  # HSA_OVERRIDE_GFX_VERSION, as the settings read it
 
 
 class GpuCoverage(NamedTuple):
-    position: int  # the index HIP_VISIBLE_DEVICES names this GPU by
+    position: int | None  # the index HIP_VISIBLE_DEVICES names this GPU by; None: the variables hide it
     node_index: int
     own_target: str | None
     effective_target: str | None  # after HSA_OVERRIDE_GFX_VERSION
@@ -28,9 +28,9 @@ class GpuCoverage(NamedTuple):
 
 
 def gpu_coverage(
-    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str], override_value: str | None
+    gpus: Sequence[tuple[int | None, int, str | None]], library_targets: Collection[str], override_value: str | None
 ) -> list[GpuCoverage]:
-    """`gpus`: (HIP_VISIBLE_DEVICES index, KFD node index, gfx target) of each GPU HIP will use;
+    """`gpus`: (HIP_VISIBLE_DEVICES index or None when hidden, KFD node index, gfx target) of each GPU;
     `override_value`: HSA_OVERRIDE_GFX_VERSION as set."""
     override = override_target(override_value) if override_value else None
     targets = frozenset(library_targets)
@@ -63,12 +63,13 @@ def override_findings(value: str | None) -> list[Finding]:
 
 
 def coverage_findings(
-    gpus: Sequence[tuple[int, int, str | None]], library_targets: Collection[str] | None, override_value: str | None
+    coverage: Sequence[GpuCoverage], library_targets: Collection[str] | None, override_value: str | None
 ) -> list[Finding]:
-    """gpu-arch-not-in-library: an error when no GPU is covered, a warning when some are not."""
-    if not gpus or not library_targets:
+    """gpu-arch-not-in-library, judged for the GPUs HIP will use (`coverage` of the others is left out):
+    an error when none is covered, a warning when some are not."""
+    coverage = [c for c in coverage if c.position is not None]
+    if not coverage or not library_targets:
         return []  # no GPUs, or a library without GPU code objects (nothing to judge)
-    coverage = gpu_coverage(gpus, library_targets, override_value)
     missing = [c for c in coverage if c.covered_by is None and c.effective_target is not None]
     if not missing:
         return []

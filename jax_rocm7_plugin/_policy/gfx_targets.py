@@ -60,7 +60,8 @@ PRODUCTS: dict[str, str] = {
     "gfx1201": "Radeon RX 9070/9070 XT/9070 GRE, Radeon AI Pro R9700",
 }
 
-_OVERRIDE = re.compile(r"(\d{1,2})\.(\d{1,2})\.(\d{1,2})")
+# HSA_OVERRIDE_GFX_VERSION: X.Y.Z (a pattern, compiled by `re` on the first use: rarely set).
+_OVERRIDE = r"(\d{1,2})\.(\d{1,2})\.(\d{1,2})"
 
 
 def family_of(target: str) -> str | None:
@@ -94,7 +95,7 @@ def override_target(value: str) -> str | None:
     Each field is decimal; minor and stepping become one hex digit, as in
     gfx90a = 9.0.10. None when the value is not of that form.
     """
-    match = _OVERRIDE.fullmatch(value.strip())
+    match = re.fullmatch(_OVERRIDE, value.strip())
     if match is None:
         return None
     major, minor, stepping = (int(g) for g in match.groups())

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from jax_rocm7_plugin._policy import RELEASES_TABLE as TABLE
+from jax_rocm7_plugin._record import NamedTuple
 
 
 class Artifact(NamedTuple):

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin._findings import FINDING_IDS, Finding
+from jax_rocm7_plugin._pipeline import FACT_STEPS, STEPS, Facts, checks
+from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
 from tests.support.inprocess import doctor, loader_plan
 from tests.support.native import (
     HIP_RUNTIME,
@@ -162,3 +164,43 @@ def test_the_loaders_warning_is_the_doctors_first_error(
     assert outcome.id == finding_id, outcome
     assert first_error is not None
     assert (outcome.id, outcome.summary, outcome.fix) == (first_error.id, first_error.summary, first_error.fix)
+
+
+def _walk(facts: Facts, *, thorough: bool) -> list[tuple[str, dict[str, object]]]:
+    """(step, fields) at every finding the checks yield, and once more when they end."""
+    seen = []
+    for _ in checks(facts, thorough=thorough):
+        seen.append((facts.step, {name: getattr(facts, name) for name in FACT_STEPS}))
+    seen.append((facts.step, {name: getattr(facts, name) for name in FACT_STEPS}))
+    return seen
+
+
+@pytest.mark.parametrize("thorough", [False, True], ids=["loader", "doctor"])
+@pytest.mark.parametrize("scenario", ["healthy", *sorted(SCENARIOS)])
+def test_what_each_step_learned_is_set_when_its_step_begins_and_final_when_the_next_one_does(
+    scenario: str, thorough: bool, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Facts contract (_pipeline.py): fields of steps not begun are None; fields of finished steps
+    no longer change; a run that is not cut short reaches the last step."""
+    case = Case(tmp_path, build, monkeypatch)
+    if scenario == "healthy":
+        case.gpu_machine()
+    else:
+        SCENARIOS[scenario](case)
+    environ = {**case.environ, **({PJRT_LIBRARY: str(case.library)} if case.library is not None else {})}
+    facts = Facts(read_settings(environ, sysroot=case.root))
+    seen = _walk(facts, thorough=thorough)
+    final = seen[-1][1]
+    steps = [STEPS.index(step) for step, _ in seen]
+    assert steps == sorted(steps), "steps only move forward"
+    for step, fields in seen:
+        for name, value in fields.items():
+            owner = STEPS.index(FACT_STEPS[name])
+            if owner > STEPS.index(step):
+                assert value is None, f"{name} set before step {FACT_STEPS[name]} began (now in {step})"
+            elif owner < STEPS.index(step):
+                assert value is final[name], f"{name} changed after step {FACT_STEPS[name]} ended (now in {step})"
+    assert facts.step == STEPS[-1], "the checks end at their last step unless the settings stop them"
+    assert facts.began("library") and final["view"] is not None and final["machine"] is not None
+    if final["library"] is not None and final["library_targets"] is not None:
+        assert final["coverage"] is not None  # the doctor reads coverage from here, not anew
