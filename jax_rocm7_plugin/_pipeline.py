@@ -146,7 +146,8 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     # 4. The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load). The loader
     # skips reading its dynamic section when the load verdict kept for this very file is a clean load.
     facts.step = "library"
-    known_good = None if thorough or not load else _known_good(settings)
+    kept: dict[Path, Verdict] = {}  # the verdict read here, handed to the load step (one read)
+    known_good = None if thorough or not load else _known_good(settings, kept)
     choice = locate_library(settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest, known_good)
     if isinstance(choice, Finding):
         yield choice
@@ -171,7 +172,7 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
 
     # 8. The ROCm runtime the library needs, and a load in a child process.
     facts.step = "runtime"
-    yield from _runtime_findings(facts, thorough=thorough, load=load)
+    yield from _runtime_findings(facts, thorough=thorough, load=load, kept=kept)
 
     # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
     from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
@@ -186,14 +187,17 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     yield from _c_api_findings(facts)
 
 
-def _known_good(settings: Settings) -> Callable[[Path], bool]:
+def _known_good(settings: Settings, kept: dict[Path, Verdict]) -> Callable[[Path], bool]:
     """Whether the load verdict kept for this file (same identity, same settings) is a clean PJRT load:
-    then the child has called its GetPjrtApi, and reading the export table again proves nothing new."""
+    then the child has called its GetPjrtApi, and reading its ELF headers again proves nothing new."""
     from jax_rocm7_plugin._binary import load_test
 
     def known_good(path: Path) -> bool:
         verdict = load_test.cached_verdict(path, "pjrt", settings)
-        return verdict is not None and load_test.verdict_finding(path, verdict) is None and verdict.loaded
+        if verdict is None or not verdict.loaded or load_test.verdict_finding(path, verdict) is not None:
+            return False
+        kept[path] = verdict
+        return True
 
     return known_good
 
@@ -213,7 +217,9 @@ def _gpu_findings(facts: Facts) -> Iterator[Finding]:
     yield from shm_findings(settings.sysroot, sum(1 for _, node in view.gpus if node.index in usable))
 
 
-def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
+def _runtime_findings(
+    facts: Facts, *, thorough: bool, load: bool, kept: dict[Path, Verdict] | None = None
+) -> Iterator[Finding]:
     """Thorough: resolve every dependency (and module), then load only a library whose dependencies
     are all found. Quick (the loader): load in a child first, and resolve only when that fails."""
     from jax_rocm7_plugin import _findings as catalog
@@ -231,7 +237,7 @@ def _runtime_findings(facts: Facts, *, thorough: bool, load: bool) -> Iterator[F
     elif library is None or not load:
         return
     # In a child process first: a library that dies while loading must not take `import jax` with it.
-    facts.verdict = load_test.probe(library.path, "pjrt", settings)
+    facts.verdict = (kept or {}).get(library.path) or load_test.probe(library.path, "pjrt", settings)
     refused = load_test.verdict_finding(library.path, facts.verdict)
     if refused is not None:
         yield refused

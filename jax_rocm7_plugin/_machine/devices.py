@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, Topology, read_topology
 from jax_rocm7_plugin._record import NamedTuple
 

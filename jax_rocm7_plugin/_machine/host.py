@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 
 HOSTNAME = "/proc/sys/kernel/hostname"
 MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._binary.process_maps import mapped_objects
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_text
 

@@ -17,7 +17,7 @@ import os
 import socket
 from pathlib import Path
 
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._record import NamedTuple
 
 NET_CLASS = "/sys/class/net"

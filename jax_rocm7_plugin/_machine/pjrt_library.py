@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _findings as catalog
-from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_ENTRY_SYMBOL, PJRT_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
@@ -84,11 +83,13 @@ def _from_pjrt_wheel(known_good: Callable[[Path], bool] | None) -> LibraryChoice
 
 
 def _checked(choice: LibraryChoice, known_good: Callable[[Path], bool] | None) -> LibraryChoice | Finding:
+    if known_good is not None and known_good(choice.path):
+        return choice  # this very file loaded as a PJRT plugin in a child: an x86-64 shared object exporting it
+    from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+
     problem = shared_object_problem(choice.path)
     if problem is not None:
         return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
-    if known_good is not None and known_good(choice.path):
-        return choice
     from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     try:

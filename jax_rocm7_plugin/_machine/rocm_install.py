@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jax_rocm7_plugin._machine.sysroot import host_path
+from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._record import NamedTuple
 
 TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"

@@ -3,6 +3,8 @@ doctor's first error, on a synthetic machine (a sysroot) made to produce exactly
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -63,7 +65,13 @@ def _fake_pjrt_wheel(case: Case, version: str) -> None:
         f"def library_path():\n    return {str(library_of(case.build))!r}\n"
         f"def build_info():\n    return {{'version': {version!r}}}\n"
     )
-    case.monkeypatch.syspath_prepend(str(package.parent))
+    # Imported here and put in sys.modules through monkeypatch, so it is gone again after the test
+    # (a module left there would stand in for the pjrt wheel in later tests of this process).
+    spec = importlib.util.spec_from_file_location(package.name, package / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    case.monkeypatch.setitem(sys.modules, package.name, module)
     case.library = None
 
 
