@@ -6,7 +6,7 @@ time (no verdict cached) and later (verdict read from $XDG_CACHE_HOME), in the p
     python benchmarks/load_probe.py --python VENV/bin/python --library LIB.so --sysroot GPU_SYSROOT
                                     [--ld-library-path DIR] [--runs 9]
 
-The venv must hold jax and our pair; the sysroot must show a usable GPU (tests/sysroots.py makes one).
+The venv must hold jax and our pair; the sysroot must show a usable GPU (tests/support/sysroots.py makes one).
 """
 
 from __future__ import annotations

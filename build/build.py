@@ -12,8 +12,8 @@
 
 Each verb is a module `jax_rocm7_build/main_<verb>.py` (configure_parser, validate, execute;
 heavy imports happen in execute). Python puts this script's folder first on sys.path, which
-is how `jax_rocm7_build` is found; build/ itself is no package, so `python -m build` at the
-repository root is PyPA's build.
+is how `jax_rocm7_build` is found without an install; build/ itself is no package, so
+`python -m build` at the repository root is PyPA's build.
 """
 
 from __future__ import annotations
@@ -21,20 +21,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jax_rocm7_build import main_check, main_release_row, main_wheels
-
-VERBS = {verb.NAME: verb for verb in (main_wheels, main_release_row, main_check)}
+from jax_rocm7_build._checkout import use_checkout
 
 
 def main(argv: list[str] | None = None) -> int:
+    # From here on `jax_rocm7_plugin` is this checkout's tree (what the wheels package), never an installed one.
+    use_checkout()
+    from jax_rocm7_build import main_check, main_release_row, main_wheels
     from jax_rocm7_build.progress import BuildError
+
+    verbs = {verb.NAME: verb for verb in (main_wheels, main_release_row, main_check)}
 
     parser = argparse.ArgumentParser(prog="build/build.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for verb in VERBS.values():
+    for verb in verbs.values():
         verb.configure_parser(commands)
     args = parser.parse_args(argv)
-    verb = VERBS[args.command]
+    verb = verbs[args.command]
     verb.validate(args, parser)
     try:
         return verb.execute(args)

@@ -9,6 +9,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements/test.txt
+# The build library, in place: tools and tests import jax_rocm7_build like any package (only it: build/build.py
+# must not shadow PyPA's `build`). Its build backend is the setuptools requirements/build.txt pins.
+.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e ./build
 
 # A real HIP runtime for the doctor's --deep tests: Debian's libamdhip64-5 (HIP 5.2) loads
 # without a GPU and answers hipErrorNoDevice. Installed only where we may (root + apt).
@@ -30,9 +33,8 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# The declared import direction between the plugin's layers (pyproject.toml [tool.importlinter]);
-# build/ on the path for the build library the contracts name.
-PYTHONPATH=build .venv/bin/lint-imports
+# The declared import direction between the plugin's layers (pyproject.toml [tool.importlinter]).
+.venv/bin/lint-imports
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
 # Two workers; each end-to-end cell (a release's wheels and venvs) stays on one (xdist_group).
 .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -18,7 +18,7 @@ from tests.support.snippets import DEVICES, JIT_ON_ROCM, clean_env, our_warnings
 from tests.support.sysroots import make_sysroot
 from tests.support.wheels import build
 
-# The detailed end-to-end cases run on 0.10.2/CPython 3.11; tests/test_matrix.py runs the core ones
+# The detailed end-to-end cases run on 0.10.2/CPython 3.11; tests/e2e/test_matrix.py runs the core ones
 # on every release. Same group as the matrix's 0.10.2 cell, so both share its wheels and venv.
 pytestmark = pytest.mark.xdist_group("e2e-0.10.2")  # one venv; the folder marks these slow
 # The stand-in is a CPU plugin, not a ROCm build: `check` would (rightly) refuse its pjrt wheel.

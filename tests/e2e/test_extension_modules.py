@@ -3,7 +3,7 @@
 For 0.10.2/CPython 3.11 and 0.12.0/3.12: the modules of the published jax-rocm7-plugin wheel are
 re-packaged by build.py (`--extension-modules released`) beside our stand-in library, installed
 with that release's jax/jaxlib, and loaded with link stubs for the ROCm sonames they NEED
-(tests/stubs.py: generated here, never shipped). Then the real published PJRT library of the
+(tests/support/stubs.py: generated here, never shipped). Then the real published PJRT library of the
 release, with stubs for its sonames too, goes through our loader.
 """
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
+import os
 import re
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +61,26 @@ def test_python_m_build_at_the_root_is_pypas_build() -> None:
     done = subprocess.run([sys.executable, "-m", "build", "--version"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("build ") and "site-packages" in done.stdout
+
+
+def test_the_build_library_imports_like_any_package_and_does_nothing_on_import(tmp_path: Path) -> None:
+    """From any folder, without PYTHONPATH: jax_rocm7_build imports (the dev venv has it in place), `build`
+    is still PyPA's, and importing the library imports no plugin (build.py chooses the checkout itself)."""
+    probe = (
+        "import sys, json, jax_rocm7_build, build; "
+        "print(json.dumps([jax_rocm7_build.__file__, build.__file__, 'jax_rocm7_plugin' in sys.modules]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    library, pypa_build, plugin_imported = json.loads(done.stdout)
+    assert Path(library).is_relative_to(REPO / "build") and "site-packages" in pypa_build
+    assert not plugin_imported
+    usage = subprocess.run(
+        [sys.executable, str(REPO / "build" / "build.py"), "check", "--help"], cwd=tmp_path, env=env, text=True,
+        capture_output=True,
+    )  # fmt: skip
+    assert usage.returncode == 0 and "usage: build/build.py check" in usage.stdout, usage.stderr
 
 
 def test_readme_lists_exactly_the_finding_ids() -> None:

@@ -1,4 +1,4 @@
-"""Helpers for end-to-end tests: install wheels into a fresh venv, run jax there (tests/wheels.py builds them)."""
+"""Helpers for end-to-end tests: install wheels into a fresh venv, run jax there (tests/support/wheels.py builds)."""
 
 from __future__ import annotations
 
