@@ -25,9 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     doctor.add_argument("--verbose", action="store_true", help="every evidence line and every extension module")
     _configure_cluster(commands)
-    args = parser.parse_args(argv)
+    _configure_report(commands)
+    arguments = sys.argv[1:] if argv is None else argv
+    command: tuple[str, ...] = ()
+    if arguments[:1] == ["report"] and "--" in arguments:  # report [options] -- COMMAND ...: the rest is theirs
+        cut = arguments.index("--")
+        arguments, command = arguments[:cut], tuple(arguments[cut + 1 :])
+    args = parser.parse_args(arguments)
     if args.command == "cluster":
         return _cluster(args)
+    if args.command == "report":
+        return _report(args, command, parser)
 
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
@@ -70,6 +78,47 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     cluster.add_argument("--verbose", action="store_true", help="every process says what it does on stderr")
     cluster.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
     cluster.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+
+
+def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write one .tar.gz a maintainer can act on (doctor, versions, machine, HLO of -- COMMAND), redacted",
+        usage="%(prog)s [--output FILE] [--force] [--timeout S] [--max-mb N] [--sysroot DIR] [--library PATH] "
+        "[-- COMMAND ...]",
+        description="Bundle the doctor's report, versions, machine files, the variables that steer JAX/XLA/ROCm "
+        "and the GPU driver's kernel log; with -- COMMAND, run it once with XLA dumping HLO as text and keep its "
+        "outcome and output tails. Secrets are redacted; nothing is uploaded. Exit 0: written; 2: usage.",
+    )
+    report.add_argument(
+        "--output", type=Path, metavar="FILE", help="the bundle (default: jax-rocm-report-HOST-TIME.tar.gz)"
+    )
+    report.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    report.add_argument("--timeout", type=_seconds, default=300.0, help="seconds COMMAND may run (default 300)")
+    report.add_argument(
+        "--max-mb", type=_megabytes, default=64.0, help="MB of XLA dumps kept, newest first (default 64)"
+    )
+    report.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
+    report.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+
+
+def _report(args: argparse.Namespace, command: tuple[str, ...], parser: argparse.ArgumentParser) -> int:
+    from jax_rocm7_plugin._report.bundle import Options, run
+
+    if args.sysroot is not None and not args.sysroot.is_dir():
+        parser.error(f"--sysroot {args.sysroot}: not a directory")
+    options = Options(args.output, args.force, args.timeout, args.max_mb, command, args.sysroot, args.library)
+    return run(options, os.environ, sys.stdout, sys.stderr)
+
+
+def _megabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of megabytes") from None
+    if not 0 <= value <= 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1000000")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -2,9 +2,9 @@
 
 Sources: the published jax-rocm7-plugin wheel of the release for the target CPython
 (`released`, sha256-checked against releases.json), a folder of built modules (`DIR`), or
-Bazel's outputs. Staged as jax_rocm7_plugin/_native/<module>.so behind public stubs
-(written by `stage`; they call jax_rocm7_plugin/_extensions.py), with per-module provenance in _native/build_info.json and
-a NOTICE for the re-packaged binaries.
+Bazel's outputs. Staged as jax_rocm7_plugin/_native/<module>.so behind public stubs (written
+by `stage`; they call jax_rocm7_plugin/_extensions.py), with per-module provenance in
+_native/build_info.json and a NOTICE for the re-packaged binaries.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def run_script(
     )
 
 
-def _kill(process: subprocess.Popen[str]) -> None:
+def _kill(process: subprocess.Popen[Any]) -> None:
     import signal
 
     try:
@@ -141,3 +141,68 @@ def _records(stdout: str) -> list[dict[str, Any]]:
         if isinstance(record, dict):
             found.append(record)
     return found
+
+
+class CommandRun(NamedTuple):
+    """How a command of the user's ended (the report bundles it)."""
+
+    returncode: int | None  # None: it did not start, or was stopped at the time limit
+    wall_seconds: float
+    timed_out: float | None = None  # the limit it ran past: it and its process group were killed
+    stdout_tail: bytes = b""
+    stderr_tail: bytes = b""
+    start_error: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        """How it ended: "exit status 0", "SIGSEGV", "ran past the 60 s limit: ...", "could not start: ..."."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out is not None:
+            return f"ran past the {self.timed_out:g} s limit: killed with its process group"
+        assert self.returncode is not None
+        return _signal_name(self.returncode) if self.returncode < 0 else f"exit status {self.returncode}"
+
+
+def run_command(
+    argv: Sequence[str], *, env: dict[str, str], timeout: float, output_dir: Path, tail_bytes: int
+) -> CommandRun:
+    """Run `argv` in its own session under `timeout` seconds; its output goes to files in `output_dir`
+    (no pipe to fill, no memory held), of which the last `tail_bytes` of each are returned."""
+    import time
+
+    stdout_path, stderr_path = output_dir / "stdout", output_dir / "stderr"
+    start = time.monotonic()
+    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        try:
+            process = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env, start_new_session=True
+            )
+        except OSError as error:
+            return CommandRun(None, 0.0, start_error=str(error))
+        timed_out = None
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = timeout
+            _kill(process)
+            process.wait()
+        except BaseException:  # Ctrl-C: the command must not outlive the report
+            _kill(process)
+            process.wait()
+            raise
+    wall = time.monotonic() - start
+    return CommandRun(
+        None if timed_out is not None else process.returncode,
+        wall,
+        timed_out,
+        _tail(stdout_path, tail_bytes),
+        _tail(stderr_path, tail_bytes),
+    )
+
+
+def _tail(path: Path, size: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - size))
+        return handle.read()
