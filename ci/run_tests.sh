@@ -20,6 +20,12 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 ] && [ "$(id -u)" = 0 ] && 
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends libamdhip64-5 >/dev/null; }
 fi
 
+# LLVM's assembler (llvm-mc, Debian's LLVM 14) assembles AMDGPU code objects for the `doctor --binary` tests.
+if ! command -v llvm-mc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get install -y -q --no-install-recommends llvm >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends llvm >/dev/null; }
+fi
+
 # buildifier lints the Bazel files; the npm registry ships its binaries (pinned, checked).
 BUILDIFIER_VERSION=8.2.1
 BUILDIFIER_SHA256=6ceb7b0ab7cf66fceccc56a027d21d9cc557a7f34af37d2101edb56b92fcfa1a

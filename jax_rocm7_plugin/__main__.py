@@ -11,6 +11,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
         "--deep", action="store_true", help="also start the HIP runtime in a child process and ask it for devices"
     )
     doctor.add_argument("--verbose", action="store_true", help="every evidence line and every extension module")
+    doctor.add_argument(
+        "--binary",
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help="instead: say for each HIP binary (files, or folders searched) whether this machine's GPUs can run it",
+    )
     _configure_cluster(commands)
     _configure_report(commands)
     arguments = sys.argv[1:] if argv is None else argv
@@ -49,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         environ[PJRT_LIBRARY] = str(args.library.absolute())
     # --sysroot replaces JAX_ROCM_SYSROOT, so that variable's value (good or bad) no longer matters.
     settings = read_settings(environ, sysroot=args.sysroot)
+    if args.binary:
+        return _binaries(args.binary, settings, as_json=args.json, parser=parser)
     try:
         report = diagnose(settings, deep=args.deep)
     except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
@@ -57,6 +70,23 @@ def main(argv: list[str] | None = None) -> int:
     # Values from the environment may hold bytes that are not UTF-8: shown escaped, never a traceback.
     sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     return 0 if report.ok else 1
+
+
+def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: argparse.ArgumentParser) -> int:
+    from jax_rocm7_plugin._doctor.binaries import check_binaries
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        parser.error(f"--binary: no such file or folder: {', '.join(missing)}")
+    lines, data, ok = check_binaries(paths, settings)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        gpus = ", ".join(f"KFD node {g['kfd_node']} {g['target']}" for g in data["gpus"]) or "none"
+        sys.stdout.write("".join(f"{line}\n" for line in [f"GPUs HIP will use: {gpus}", *lines]))
+    return 0 if ok else 1
 
 
 def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

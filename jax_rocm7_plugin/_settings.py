@@ -22,6 +22,7 @@ SYSROOT = "JAX_ROCM_SYSROOT"
 PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"
 ROCM_PATH = "ROCM_PATH"
 HSA_OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
+HSA_XNACK = "HSA_XNACK"  # "1" turns XNACK (retry on page faults) on where the GPU has it; off by default
 ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
 HIP_VISIBLE = "HIP_VISIBLE_DEVICES"
 CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
@@ -78,6 +79,7 @@ class Settings(NamedTuple):
     path_findings: tuple[Finding, ...] = ()  # the plugin's path variables that cannot be used
     xla_client_findings: tuple[Finding, ...] = ()
     sysroot_finding: Finding | None = None  # JAX_ROCM_SYSROOT names no directory: nothing can be read
+    xnack: str | None = None  # HSA_XNACK as set
 
 
 def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, platforms: str | None = None) -> Settings:
@@ -114,6 +116,7 @@ def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, pl
             environ.get(ROCR_VISIBLE), environ.get(HIP_VISIBLE), environ.get(CUDA_VISIBLE), environ.get(GPU_ORDINAL)
         ),
         hsa_override=environ.get(HSA_OVERRIDE),
+        xnack=environ.get(HSA_XNACK),
         xla_client=xla_client,
         platforms=platforms if platforms is not None else environ.get("JAX_PLATFORMS"),
         runfiles_dir=environ.get("RUNFILES_DIR") or None,

@@ -60,6 +60,23 @@ PRODUCTS: dict[str, str] = {
     "gfx1201": "Radeon RX 9070/9070 XT/9070 GRE, Radeon AI Pro R9700",
 }
 
+# EF_AMDGPU_MACH (the low byte of an AMDGPU code object's e_flags) -> processor: LLVM's
+# llvm/include/llvm/BinaryFormat/ELF.h and AMDGPUUsage's "AMDGPU ELF Header" table, checked 2026-11.
+# 0x04b was gfx941 and 0x040 gfx940 (both retired in LLVM; old code objects still carry them).
+ELF_MACHS: dict[int, str] = {
+    0x020: "gfx600", 0x021: "gfx601", 0x022: "gfx700", 0x023: "gfx701", 0x024: "gfx702", 0x025: "gfx703",
+    0x026: "gfx704", 0x028: "gfx801", 0x029: "gfx802", 0x02A: "gfx803", 0x02B: "gfx810", 0x02C: "gfx900",
+    0x02D: "gfx902", 0x02E: "gfx904", 0x02F: "gfx906", 0x030: "gfx908", 0x031: "gfx909", 0x032: "gfx90c",
+    0x033: "gfx1010", 0x034: "gfx1011", 0x035: "gfx1012", 0x036: "gfx1030", 0x037: "gfx1031", 0x038: "gfx1032",
+    0x039: "gfx1033", 0x03A: "gfx602", 0x03B: "gfx705", 0x03C: "gfx805", 0x03D: "gfx1035", 0x03E: "gfx1034",
+    0x03F: "gfx90a", 0x040: "gfx940", 0x041: "gfx1100", 0x042: "gfx1013", 0x043: "gfx1150", 0x044: "gfx1103",
+    0x045: "gfx1036", 0x046: "gfx1101", 0x047: "gfx1102", 0x048: "gfx1200", 0x049: "gfx1250", 0x04A: "gfx1151",
+    0x04B: "gfx941", 0x04C: "gfx942", 0x04E: "gfx1201", 0x04F: "gfx950", 0x050: "gfx1310", 0x051: "gfx9-generic",
+    0x052: "gfx10-1-generic", 0x053: "gfx10-3-generic", 0x054: "gfx11-generic", 0x055: "gfx1152", 0x058: "gfx1153",
+    0x059: "gfx12-generic", 0x05A: "gfx1251", 0x05B: "gfx12-5-generic", 0x05C: "gfx1172", 0x05D: "gfx1170",
+    0x05E: "gfx1171", 0x05F: "gfx9-4-generic",
+}  # fmt: skip
+
 # HSA_OVERRIDE_GFX_VERSION: X.Y.Z (a pattern, compiled by `re` on the first use: rarely set).
 _OVERRIDE = r"(\d{1,2})\.(\d{1,2})\.(\d{1,2})"
 

@@ -22,7 +22,7 @@ from jax_rocm7_plugin._policy import releases
 from tests.support.environment import Combo, combo_venv, interpreter_for
 from tests.support.snippets import DEVICES, JIT_ON_ROCM, clean_env, our_warnings, run_python
 from tests.support.stubs import make_link_stubs
-from tests.support.sysroots import make_sysroot
+from tests.support.sysroots import Gpu, make_sysroot
 from tests.support.wheels import build
 
 COMBOS = [Combo("0.10.2", "3.11", "0.10.2"), Combo("0.12.0", "3.12", "0.12.0")]
@@ -217,3 +217,21 @@ print("QUEUED", len(getattr(xla_client, "_custom_callback", {}).get("ROCM", []))
     last = required.stderr.strip().splitlines()[-1]
     assert last.startswith("RuntimeError: Unable to initialize backend 'rocm'") and "No visible GPU devices" in last
     assert "HIP_ERROR_NoDevice" in required.stderr  # XLA's words for the stubbed hipInit's 100
+
+
+def test_doctor_binary_reads_the_published_modules(env: ModulesEnv, tmp_path: Path) -> None:
+    """The modules with GPU kernels (offload bundles) run on a gfx942; none has code for a gfx1170."""
+    root = make_sysroot(tmp_path / "machine", [Gpu(90402, drm_render_minor=128), Gpu(110700, drm_render_minor=129)])
+    done = subprocess.run(
+        [str(env.python), "-m", "jax_rocm7_plugin", "doctor", "--sysroot", str(root), "--binary", str(env.native)],
+        capture_output=True, text=True, env=clean_env(), cwd="/", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = {Path(line.split(":", 1)[0]).name: line for line in done.stdout.splitlines()[1:]}
+    assert {"_solver.so", "_linalg.so", "_prng.so", "rocm_plugin_extension.so"} <= set(lines)
+    for module in ("_solver.so", "_linalg.so", "_prng.so"):
+        assert ": offload bundles for " in lines[module]
+        assert (
+            "NOT on KFD node 2 (no code for gfx1170" in lines[module] and "runs on KFD node 1: gfx942" in lines[module]
+        )
+    assert lines["rocm_plugin_extension.so"].endswith(": no GPU code")

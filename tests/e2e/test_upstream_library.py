@@ -64,3 +64,17 @@ def test_doctor_on_the_upstream_library(
     assert {"rocm-not-found", "library-dependency-missing"} <= set(found)
     assert ("gpu-arch-not-in-library" in found) == (expected is not None)
     assert done.returncode == 1
+
+
+def test_doctor_binary_on_the_upstream_library(tmp_path: Path, upstream_library: Path) -> None:
+    """Its generic code objects run on a gfx942 and a gfx1151; nothing in it runs on a gfx906."""
+    gpus = [Gpu(90402, drm_render_minor=128), Gpu(110501, drm_render_minor=129), Gpu(90006, drm_render_minor=130)]
+    root = make_sysroot(tmp_path, gpus)
+    command = [sys.executable, "-m", "jax_rocm7_plugin", "doctor", "--sysroot", str(root), "--binary"]
+    done = subprocess.run([*command, str(upstream_library)], capture_output=True, text=True, cwd=REPO, env=clean_env())
+    assert done.returncode == 1, done.stderr
+    carried = "gfx10-3-generic, gfx11-generic, gfx12-generic, gfx9-4-generic, gfx908, gfx90a"
+    assert done.stdout.splitlines()[1] == (
+        f"{upstream_library}: offload bundles for {carried} -> NOT on KFD node 3 (no code for gfx906 (it carries "
+        f"{carried})); runs on KFD nodes 1, 2: gfx1151, gfx942"
+    )

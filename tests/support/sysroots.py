@@ -45,6 +45,7 @@ class Gpu:
     gfx_target_version: int = 90402  # gfx942 (MI300X)
     simd_count: int = 1216
     drm_render_minor: int | None = 128
+    capability: int = 0  # KFD capability bits (0x80000: SRAM ECC supported and on)
 
 
 def properties_text(gpu: Gpu | None) -> str:
@@ -58,6 +59,7 @@ def properties_text(gpu: Gpu | None) -> str:
         "vendor_id 4098",
         "device_id 29857",
         "local_mem_size 205822885888",
+        f"capability {gpu.capability}",
     ]
     if gpu.drm_render_minor is not None:
         lines.append(f"drm_render_minor {gpu.drm_render_minor}")
