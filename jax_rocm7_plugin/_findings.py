@@ -60,7 +60,8 @@ FindingId = Literal[
     "environment-variable-invalid",
     "loader-internal-error",
     "doctor-internal-error",
-    "plugin-install-damaged",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
+    "plugin-install-damaged",
+    "apu-vram-carveout-small",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 SkewKind = Literal["jaxlib", "pjrt"]
@@ -431,6 +432,17 @@ def hip_probe_failed(summary: str, evidence: tuple[str, ...]) -> Finding:
         "error",
         summary,
         "run the deep probe again with AMD_LOG_LEVEL=4 to see the runtime's own log, and report it",
+        evidence,
+    )
+
+
+def apu_vram_carveout_small(summary: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "apu-vram-carveout-small",
+        "warning",
+        summary,
+        'raise the VRAM carve-out ("UMA frame buffer size") in the firmware setup, or let jax allocate as it '
+        "goes: XLA_PYTHON_CLIENT_PREALLOCATE=false (see https://docs.jax.dev/en/latest/gpu_memory_allocation.html)",
         evidence,
     )
 

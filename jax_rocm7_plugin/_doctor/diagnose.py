@@ -8,6 +8,8 @@ runtime. Without --deep it neither imports jax nor loads a GPU library in this p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jax_rocm7_plugin._doctor.report import (
     ExtensionEntry,
     GpuEntry,
@@ -21,6 +23,9 @@ from jax_rocm7_plugin._names import HIP_SONAME, PJRT_DISTRIBUTION, PLUGIN_DISTRI
 from jax_rocm7_plugin._pipeline import Facts, checks
 from jax_rocm7_plugin._settings import Settings
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.memory import GpuMemory
 
 
 def diagnose(settings: Settings, *, deep: bool = False) -> Report:
@@ -37,6 +42,10 @@ def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Repo
         # Nothing under that root can be read: the variable is the finding.
         return Report(tuple(found), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),)), facts
     found.extend(packages.plugin_findings(packages.inventory()))
+    memories = _memory(facts)
+    from jax_rocm7_plugin._machine.memory import memory_findings
+
+    found.extend(memory_findings(memories))
     hip = None
     if deep:
         hip, deeper = _deep(facts)
@@ -50,7 +59,7 @@ def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Repo
             ("jax", installed_version("jax")),
             ("jaxlib", facts.jaxlib),
         ),
-        gpus=_gpus(facts),
+        gpus=_gpus(facts, {m.node_index: m for m in memories}),
         library=_library(facts),
         installs=tuple(_installs(facts)),
         hip=hip,
@@ -110,7 +119,13 @@ def _extensions(facts: Facts) -> tuple[ExtensionEntry, ...]:
     )
 
 
-def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
+def _memory(facts: Facts) -> list[GpuMemory]:
+    from jax_rocm7_plugin._machine.memory import gpu_memory
+
+    return gpu_memory(facts.settings.sysroot, facts.machine.topology) if facts.machine is not None else []
+
+
+def _gpus(facts: Facts, memories: dict[int, GpuMemory]) -> tuple[GpuEntry, ...]:
     """Every GPU of the topology, with what the pipeline worked out for it: HIP's view, the library's code."""
     from jax_rocm7_plugin._policy.gfx_targets import product_name
 
@@ -129,6 +144,8 @@ def _gpus(facts: Facts) -> tuple[GpuEntry, ...]:
             usable=g.node_index in usable,
             visible=g.node_index in visible,
             library_code=covered.get(g.node_index) if facts.coverage is not None else None,
+            memory_bytes=memories[g.node_index].vram_bytes if g.node_index in memories else None,
+            apu=g.node_index in memories and memories[g.node_index].apu,
         )
         for g in state.gpus
     )

@@ -51,7 +51,12 @@ def render_text(report: Report, *, verbose: bool = False) -> str:
         lines.extend(_entry(group, verbose))
     for gpu in report.gpus:
         product = f" {gpu.product}" if gpu.product else ""
-        lines.append(f"  gpu: KFD node {gpu.kfd_node} {gpu.gfx_target or 'unknown'}{product}")
+        memory = ""
+        if gpu.memory_bytes is not None:
+            from jax_rocm7_plugin._machine.memory import gib
+
+            memory = f", {'APU, VRAM carve-out' if gpu.apu else 'VRAM'} {gib(gpu.memory_bytes)}"
+        lines.append(f"  gpu: KFD node {gpu.kfd_node} {gpu.gfx_target or 'unknown'}{product}{memory}")
     for install in report.installs or ():
         runtimes = ", ".join(Path(p).name for p in install.hip_runtimes) or "no HIP runtime"
         lines.append(f"  rocm: {install.location} ({install.source}): {install.version or runtimes}")

@@ -17,6 +17,8 @@ class GpuEntry(NamedTuple):
     usable: bool  # /dev/kfd and its render node open for reading and writing
     visible: bool  # left to HIP by the device-selection variables
     library_code: str | None  # the library's target that runs on it (None: none, or no targets known)
+    memory_bytes: int | None = None  # its frame buffer (on an APU: the VRAM carve-out); None: not listed
+    apu: bool = False  # shares the CPU's memory
 
 
 class LibraryEntry(NamedTuple):

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._report.redact import Redactor
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
@@ -128,7 +129,7 @@ def collect(
     for name, text in gather.machine_files(root):
         files[name] = text
     manifest: dict[str, Any] = {
-        "tool": f"jax-rocm7-plugin {PLUGIN_VERSION} report",
+        "tool": f"{PLUGIN_DISTRIBUTION} {PLUGIN_VERSION} report",
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "doctor_deep": deep,
         "variables_listed": [name for name, _ in listed],

@@ -36,6 +36,8 @@ def test_healthy_machine_with_explicit_library(tmp_path: Path, standin_library: 
             "usable": True,
             "visible": True,
             "library_code": None,  # the CPU stand-in carries no GPU code objects
+            "memory_bytes": 192 * 1024**3,  # the sysroot's frame buffer bank
+            "apu": False,
         }
     ]
     assert report["library"]["source"] == "JAX_ROCM_PJRT_LIBRARY"

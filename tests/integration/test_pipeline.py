@@ -151,6 +151,7 @@ NEVER_BLOCKING = {
     "device-bitcode-missing",
     "custom-calls-unavailable",
     "extension-module-unavailable",
+    "apu-vram-carveout-small",
 }
 
 

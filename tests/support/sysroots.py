@@ -46,13 +46,15 @@ class Gpu:
     simd_count: int = 1216
     drm_render_minor: int | None = 128
     capability: int = 0  # KFD capability bits (0x80000: SRAM ECC supported and on)
+    vram_bytes: int = 192 * 1024**3  # its frame buffer bank (an APU's: the VRAM carve-out)
+    apu: bool = False  # a GPU node with CPU cores, as KFD lists an APU
 
 
 def properties_text(gpu: Gpu | None) -> str:
     if gpu is None:
         return "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\nvendor_id 0\ndrm_render_minor 0\n"
     lines = [
-        "cpu_cores_count 0",
+        f"cpu_cores_count {16 if gpu.apu else 0}",
         f"simd_count {gpu.simd_count}",
         "mem_banks_count 1",
         f"gfx_target_version {gpu.gfx_target_version}",
@@ -76,8 +78,10 @@ def make_sysroot(
     render_nodes: bool = True,
     dxg: bool = False,
     base_system: bool = True,
+    system_bytes: int = 512 * 1024**3,
 ) -> Path:
-    """A machine with one CPU node and the given GPUs (default: one gfx942)."""
+    """A machine with one CPU node (`system_bytes` of memory) and the given GPUs (default: one gfx942), each
+    node with its memory bank as KFD lists it (heap_type 0: system memory; 1: a GPU's frame buffer)."""
     gpus = [Gpu()] if gpus is None else gpus
     root.mkdir(parents=True, exist_ok=True)
     (root / "dev" / "dri").mkdir(parents=True, exist_ok=True)
@@ -89,6 +93,10 @@ def make_sysroot(
         for index, gpu in enumerate([None, *gpus]):
             (nodes / str(index)).mkdir(parents=True, exist_ok=True)
             (nodes / str(index) / "properties").write_text(properties_text(gpu))
+            bank = nodes / str(index) / "mem_banks" / "0"
+            bank.mkdir(parents=True, exist_ok=True)
+            heap, size = (0, system_bytes) if gpu is None else (1, gpu.vram_bytes)
+            (bank / "properties").write_text(f"heap_type {heap}\nsize_in_bytes {size}\nwidth 64\n")
     if kfd:
         (root / "dev" / "kfd").write_text("")
     if render_nodes:
