@@ -61,7 +61,8 @@ FindingId = Literal[
     "loader-internal-error",
     "doctor-internal-error",
     "plugin-install-damaged",
-    "apu-vram-carveout-small",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
+    "apu-vram-carveout-small",
+    "first-jit-failed",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 SkewKind = Literal["jaxlib", "pjrt"]
@@ -304,12 +305,23 @@ def xla_client_env_invalid(message: str, evidence: tuple[str, ...]) -> Finding:
     )
 
 
-def device_bitcode_missing(evidence: tuple[str, ...]) -> Finding:
+def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None) -> Finding:
+    """XLA's compiler will not find what it links kernels with; `summary`: which, where (default: pip ROCm)."""
+    if summary is None:
+        return Finding(
+            "device-bitcode-missing",
+            "warning",
+            "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so XLA cannot compile "
+            "kernels",
+            f'reinstall it: pip install --force-reinstall "{_PIP_ROCM}"',
+            evidence,
+        )
     return Finding(
         "device-bitcode-missing",
         "warning",
-        "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so XLA cannot compile kernels",
-        f'reinstall it: pip install --force-reinstall "{_PIP_ROCM}"',
+        summary,
+        f"install {ROCM}'s device libraries and LLVM (AMD's packages: rocm-device-libs and rocm-llvm; or pip install "
+        f'"{_PIP_ROCM}"), or set HIP_DEVICE_LIB_PATH to an amdgcn/bitcode folder and put ld.lld on PATH',
         evidence,
     )
 
@@ -445,6 +457,25 @@ def apu_vram_carveout_small(summary: str, evidence: tuple[str, ...]) -> Finding:
         "goes: XLA_PYTHON_CLIENT_PREALLOCATE=false (see https://docs.jax.dev/en/latest/gpu_memory_allocation.html)",
         evidence,
     )
+
+
+_FIRST_JIT_FIXES = {
+    "toolchain-missing": f"install {ROCM}'s device libraries and LLVM (amdgcn/bitcode, llvm/bin/ld.lld: AMD's "
+    f'packages into /opt/rocm, or pip install "{_PIP_ROCM}"), or point HIP_DEVICE_LIB_PATH at amdgcn/bitcode',
+    "no-code-object": "use a library and kernels built for this GPU (`doctor --binary PATH` says which carry code "
+    "for it)",
+    "out-of-memory": "free the GPU (other processes), or let jax allocate as it goes: "
+    "XLA_PYTHON_CLIENT_PREALLOCATE=false",
+    "hang": "look for amdgpu errors in `dmesg` and rerun with AMD_LOG_LEVEL=3; a GPU reset may be needed",
+}
+
+
+def first_jit_failed(cause: str, summary: str, evidence: tuple[str, ...]) -> Finding:
+    """doctor --deep: the first jitted program on 'rocm' did not compile, run or give numpy's answer."""
+    fix = _FIRST_JIT_FIXES.get(
+        cause, f"report it: python -m {PLUGIN_PACKAGE} report -- python your_program.py (bundles this and the HLO)"
+    )
+    return Finding("first-jit-failed", "error", f"the first jit on 'rocm' failed: {summary}", fix, evidence)
 
 
 def loader_internal_error(plugin_version: str, error: Exception) -> Finding:

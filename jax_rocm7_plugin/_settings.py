@@ -80,6 +80,8 @@ class Settings(NamedTuple):
     xla_client_findings: tuple[Finding, ...] = ()
     sysroot_finding: Finding | None = None  # JAX_ROCM_SYSROOT names no directory: nothing can be read
     xnack: str | None = None  # HSA_XNACK as set
+    device_lib_path: str | None = None  # HIP_DEVICE_LIB_PATH: where XLA looks for ROCm's device bitcode first
+    search_path: tuple[str, ...] = ()  # PATH's absolute entries (where an external ld.lld is looked for)
 
 
 def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, platforms: str | None = None) -> Settings:
@@ -117,6 +119,8 @@ def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, pl
         ),
         hsa_override=environ.get(HSA_OVERRIDE),
         xnack=environ.get(HSA_XNACK),
+        device_lib_path=environ.get("HIP_DEVICE_LIB_PATH") or None,
+        search_path=tuple(p for p in environ.get("PATH", "").split(":") if p.startswith("/")),
         xla_client=xla_client,
         platforms=platforms if platforms is not None else environ.get("JAX_PLATFORMS"),
         runfiles_dir=environ.get("RUNFILES_DIR") or None,

@@ -4,7 +4,8 @@ Read from the package index (PyPI's JSON API): the published jax-rocm7-pjrt whee
 the release (with their .postN fixes) and jax-rocm7-plugin wheels per CPython, with
 sha256; the jax versions of the release (jax-only bumps such as 0.12.0.1); the JAX
 commit, from the `_git_hash` of the published jaxlib wheel; the ROCm version, from the
-library wheel's summary. XLA's pin comes from JAX's MODULE.bazel at that commit when a
+library wheel's summary; what the first compile needs outside the library (device bitcode, ld.lld),
+from the library's own strings (first_compile.py). XLA's pin comes from JAX's MODULE.bazel at that commit when a
 JAX checkout is given (`--jax-source`); otherwise the row says it was not read and the
 Bazel path reads it when it builds. The PJRT C API major is carried over from the
 previous minor release: confirm it against pjrt_c_api.h at the XLA commit.
@@ -16,6 +17,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +29,7 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PJRT_PACKAGE, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_PACKAGE, PLUGIN_DISTRIBUTION
 
 PYPI_JSON = os.environ.get("JAX_ROCM_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _ROCM_SUMMARY = re.compile(r"ROCm:(\d+\.\d+(?:\.\d+)?)")
@@ -130,6 +132,7 @@ def release_row(release: str, previous: dict[str, Any] | None, jax_source: Path 
     if not pjrt_versions:
         raise SystemExit(f"release-row: {PJRT_DISTRIBUTION} {release} is not published")
     pjrt = [artifact(f) for v in pjrt_versions for f in linux_wheels(pjrt_files[v])]
+    summary, first_compile = _published_library(pjrt[-1]["version"], cache)
     plugin = plugin_wheels(plugin_files, of_release(plugin_files, release))
     python = python_versions(plugin)
     commit = jaxlib_git_hash(release, python[0])
@@ -148,14 +151,18 @@ def release_row(release: str, previous: dict[str, Any] | None, jax_source: Path 
         "jax_commit": commit,
         "xla": xla,
         "pjrt_c_api_major": previous["pjrt_c_api_major"] if previous else 0,
-        "rocm": rocm_of(_summary_of(pjrt[-1]["version"], cache)),
+        "rocm": rocm_of(summary),
+        "first_compile": first_compile,
         "pjrt": pjrt,
         "plugin": plugin,
     }
 
 
-def _summary_of(artifact_version: str, cache: Path) -> str:
-    """The library wheel's summary, from its METADATA (downloaded into the build cache, which `wheels` reuses)."""
+def _published_library(artifact_version: str, cache: Path) -> tuple[str, dict[str, Any]]:
+    """The library wheel's summary (from its METADATA) and what its library needs for a first compile (from
+    its strings); the wheel is downloaded into the build cache, which `wheels` reuses."""
+    from jax_rocm7_build.first_compile import first_compile_needs
+
     cache.mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(cache),
@@ -163,7 +170,12 @@ def _summary_of(artifact_version: str, cache: Path) -> str:
     ]  # fmt: skip
     subprocess.run(command, check=True)
     (wheel,) = cache.glob(f"{PJRT_PACKAGE}-{artifact_version}-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
+    with zipfile.ZipFile(wheel) as archive, tempfile.TemporaryDirectory() as work:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         text = archive.read(metadata).decode()
-    return next((line[9:] for line in text.splitlines() if line.startswith("Summary: ")), "")
+        member = next(n for n in archive.namelist() if n.endswith(f"/{LIBRARY_FILE}"))
+        library = Path(work) / LIBRARY_FILE
+        with archive.open(member) as source, open(library, "wb") as sink:
+            shutil.copyfileobj(source, sink, 16 * 1024 * 1024)
+        needs = first_compile_needs(library)
+    return next((line[9:] for line in text.splitlines() if line.startswith("Summary: ")), ""), needs

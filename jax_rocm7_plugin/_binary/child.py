@@ -79,12 +79,19 @@ def run_script(
     timeout: float,
     notice_after: float | None = None,
     notice: str = "",
+    with_site: dict[str, str] | None = None,
 ) -> ChildRun:
-    """Run `script` (a file beside this one) in `python -I -S` with `arguments`, under `timeout` seconds."""
-    command = [sys.executable, "-I", "-S", str(HERE / script), *arguments]
+    """Run `script` (a file beside this one) in `python -I -S` with `arguments`, under `timeout` seconds.
+
+    `with_site`: run it with site-packages and this environment instead (a child that imports jax).
+    """
+    flags = [] if with_site is not None else ["-I", "-S"]
+    command = [sys.executable, *flags, str(HERE / script), *arguments]
     try:
         process = subprocess.Popen(
             command,
+            env=with_site,
+            cwd="/" if with_site is not None else None,  # not the user's folder: its modules would shadow ours
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

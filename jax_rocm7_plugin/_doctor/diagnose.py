@@ -8,6 +8,7 @@ runtime. Without --deep it neither imports jax nor loads a GPU library in this p
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._doctor.report import (
@@ -46,10 +47,17 @@ def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Repo
     from jax_rocm7_plugin._machine.memory import memory_findings
 
     found.extend(memory_findings(memories))
-    hip = None
+    found.extend(_toolchain(facts, found))
+    hip = first_jit = None
     if deep:
         hip, deeper = _deep(facts)
         found = _merge_same_ids([*found, *deeper])
+        if not any(f.blocks_rocm for f in found):  # the backend will come up: does its first jit work?
+            from jax_rocm7_plugin._doctor.first_jit import jit_findings, run_first_jit
+
+            first = run_first_jit(_child_environment(settings))
+            first_jit = first.to_json()
+            found.extend(jit_findings(first))
     report = Report(
         findings=tuple(most_severe_first(found)),
         sysroot=str(settings.sysroot),
@@ -64,8 +72,31 @@ def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Repo
         installs=tuple(_installs(facts)),
         hip=hip,
         extensions=_extensions(facts),
+        first_jit=first_jit,
     )
     return report, facts
+
+
+def _child_environment(settings: Settings) -> dict[str, str]:
+    """This process's environment, with the machine and library the doctor looked at (--sysroot, --library)."""
+    import os
+
+    from jax_rocm7_plugin._settings import PJRT_LIBRARY, SYSROOT
+
+    environ = dict(os.environ)
+    # The child imports jax, which must find this very plugin: where it runs from a checkout (or any folder
+    # the interpreter does not search by itself), that folder goes on the child's PYTHONPATH.
+    import site
+    import sys
+
+    home = str(Path(__file__).resolve().parents[2])
+    if home not in site.getsitepackages() and home not in (site.getusersitepackages(), sys.prefix):
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [home, environ.get("PYTHONPATH", "")]))
+    if str(settings.sysroot) != "/":
+        environ[SYSROOT] = str(settings.sysroot)
+    if settings.pjrt_library is not None:
+        environ[PJRT_LIBRARY] = str(settings.pjrt_library)
+    return environ
 
 
 def internal_error(error: Exception, settings: Settings) -> Report:
@@ -117,6 +148,18 @@ def _extensions(facts: Facts) -> tuple[ExtensionEntry, ...]:
         )
         for m in facts.runtime.extensions
     )
+
+
+def _toolchain(facts: Facts, found: list[Finding]) -> list[Finding]:
+    """device-bitcode-missing where this release's library needs ROCm's bitcode or ld.lld and no ROCm has them."""
+    from jax_rocm7_plugin._machine.toolchain import toolchain_findings
+    from jax_rocm7_plugin._policy import releases
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    row = releases.get(JAX_RELEASE)
+    if row is None or facts.runtime is None or any(f.id == "device-bitcode-missing" for f in found):
+        return []  # a release the table lacks, no ROCm looked at, or pip ROCm's check has said it
+    return toolchain_findings(row.first_compile, facts.runtime.installs, facts.settings, JAX_RELEASE)
 
 
 def _memory(facts: Facts) -> list[GpuMemory]:

@@ -60,6 +60,10 @@ def render_text(report: Report, *, verbose: bool = False) -> str:
     for install in report.installs or ():
         runtimes = ", ".join(Path(p).name for p in install.hip_runtimes) or "no HIP runtime"
         lines.append(f"  rocm: {install.location} ({install.source}): {install.version or runtimes}")
+    if report.first_jit is not None and report.first_jit.get("ok"):
+        from jax_rocm7_plugin._doctor.first_jit import FirstJit, summary_lines
+
+        lines.extend(summary_lines(FirstJit(**report.first_jit)))
     lines.append("  packages: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in report.packages))
     if report.library is not None:
         lines.append(f"  library: {report.library.path} (from {report.library.source})")

@@ -57,6 +57,7 @@ class Report(NamedTuple):
     installs: tuple[RocmInstallEntry, ...] | None = None  # None: the runtime was not looked at
     hip: dict[str, Any] | None = None  # the deep probe's answers (--deep), as its child reported them
     extensions: tuple[ExtensionEntry, ...] = ()
+    first_jit: dict[str, Any] | None = None  # --deep: the first jit's steps and outcome (None: not run)
 
     @property
     def ok(self) -> bool:
@@ -93,6 +94,7 @@ class Report(NamedTuple):
             "packages": dict(self.packages),
             "extensions": [{**e._asdict(), "missing": list(e.missing)} for e in self.extensions],
             "sysroot": self.sysroot,
+            "first_jit": self.first_jit,
         }
 
 

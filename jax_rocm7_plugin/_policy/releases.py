@@ -37,6 +37,15 @@ class XlaPin(NamedTuple):
     evidence: str
 
 
+class FirstCompile(NamedTuple):
+    """What the release's published library needs outside itself for its first compile (read from its strings
+    by `build.py release-row`): ROCm's device bitcode (amdgcn/bitcode/ocml.bc ...), and ld.lld on PATH."""
+
+    device_bitcode: bool
+    external_ld_lld: bool
+    evidence: str
+
+
 class Release(NamedTuple):
     release: str  # X.Y.Z, the jaxlib release
     jax: tuple[str, ...]  # jax versions of this release (0.12.0, 0.12.0.1: jax-only bumps)
@@ -46,6 +55,7 @@ class Release(NamedTuple):
     pjrt_c_api_major: int
     rocm_version: str | None  # of the published library, when it says so
     rocm_evidence: str
+    first_compile: FirstCompile
     pjrt: tuple[Artifact, ...]  # the published jax-rocm7-pjrt wheels, oldest first (X.Y.Z, .post1, ...)
     plugin: dict[str, Artifact]  # cpXY -> the newest published jax-rocm7-plugin wheel for that CPython
 
@@ -84,6 +94,7 @@ def _release(row: dict[str, Any]) -> Release:
         pjrt_c_api_major=row["pjrt_c_api_major"],
         rocm_version=row["rocm"]["version"],
         rocm_evidence=row["rocm"]["evidence"],
+        first_compile=FirstCompile(**row["first_compile"]),
         pjrt=tuple(_artifact(a) for a in row["pjrt"]),
         plugin={tag: _artifact(a) for tag, a in row["plugin"].items()},
     )

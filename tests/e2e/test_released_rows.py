@@ -37,6 +37,17 @@ def test_released_wheels_pass_check_for_every_python(row: releases.Release, tmp_
     assert info["source"]["wheel"] == row.published_pjrt.filename
     assert info["source"]["wheel_sha256"] == row.published_pjrt.sha256
     assert info["rocm_version"] == (row.rocm_version or "7.x") and f"(ROCm {info['rocm_version']})" in metadata
+    # What the first compile needs outside the library, as the table says, read again from the library itself.
+    from jax_rocm7_build.first_compile import first_compile_needs
+
+    with zipfile.ZipFile(pjrt) as archive:
+        library = Path(archive.extract("jax_rocm7_pjrt/xla_rocm_plugin.so", tmp_path / "library"))
+    needs = first_compile_needs(library)
+    library.unlink()
+    assert (needs["device_bitcode"], needs["external_ld_lld"]) == (
+        row.first_compile.device_bitcode,
+        row.first_compile.external_ld_lld,
+    )
     for python in others:
         (other,) = build(
             tmp_path / python, None, "--release", row.release, "--python-version", python, "--only", "plugin"

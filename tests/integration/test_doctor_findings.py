@@ -223,7 +223,10 @@ def test_pip_rocm_without_bitcode(
 
 def test_deep_probe_with_a_runtime_that_sees_a_gpu(tmp_path: Path, build: Path) -> None:
     report = diagnose({}, healthy(tmp_path, build), library_of(build), deep=True)
-    assert report.ok and ids(report) == []
+    # Everything the HIP child and the load test look at is fine; the first jit is not: this PJRT-shaped
+    # library (a test fixture) cannot create a client, and its ROCm lives only under the sysroot.
+    assert ids(report) == ["first-jit-failed"]
+    assert report.first_jit is not None and report.first_jit["step"] == "start the rocm backend"
     hip = report.hip
     assert hip["ok"] and hip["hip"]["device_count"]["value"] == 1 and hip["pjrt"]["c_api_version"] == "0.81"
 

@@ -131,8 +131,11 @@ def add_rocm(
     link: bool = True,
     soname: str = HIP_RUNTIME,
     sysdeps: Sequence[Path] = (),
+    toolchain: bool = True,
 ) -> Path:
     """/opt/rocm-<version> as AMD's packages lay it out, /opt/rocm pointing at it.
+
+    `toolchain`: with amdgcn/bitcode/ocml.bc and llvm/bin/ld.lld (empty stand-ins, for the doctor's look).
 
     `sysdeps`: libraries put where ROCm >= 7.14 (TheRock) keeps its private system libraries
     (librocm_sysdeps_*), lib/rocm_sysdeps/lib.
@@ -146,6 +149,11 @@ def add_rocm(
         (home / "lib" / "rocm_sysdeps" / "lib").mkdir(parents=True)
         for library in sysdeps:
             shutil.copy(library, home / "lib" / "rocm_sysdeps" / "lib" / library.name)
+    if toolchain:  # what the 0.10.x library's first compile looks for (empty stand-in files)
+        (home / "amdgcn" / "bitcode").mkdir(parents=True)
+        (home / "amdgcn" / "bitcode" / "ocml.bc").write_bytes(b"BC\xc0\xde")
+        (home / "llvm" / "bin").mkdir(parents=True)
+        (home / "llvm" / "bin" / "ld.lld").write_text("#!/bin/sh\nexit 1\n")
     if link:
         (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
     return home
