@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,14 +142,23 @@ def _report(args: argparse.Namespace, command: tuple[str, ...], parser: argparse
     return run(options, os.environ, sys.stdout, sys.stderr)
 
 
-def _megabytes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of megabytes") from None
-    if not 0 <= value <= 1e6:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1000000")
-    return value
+def _number_in(low: float, high: float, unit: str) -> Callable[[str], float]:
+    """An argparse type: a number of `unit` between `low` and `high`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not between {low:.10g} and {high:.10g} {unit}")
+        return value
+
+    return parse
+
+
+_seconds = _number_in(1.0, 86400.0, "seconds")
+_megabytes = _number_in(0.0, 1e6, "megabytes")
 
 
 def _positive_int(text: str) -> int:
@@ -166,16 +176,6 @@ def _non_negative_int(text: str) -> int:
 
 def _id_list(text: str) -> tuple[int, ...]:
     return tuple(_non_negative_int(part) for part in text.split(","))
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 1.0 <= value <= 86400.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 1 and 86400 seconds")
-    return value
 
 
 def _cluster(args: argparse.Namespace) -> int:

@@ -23,8 +23,8 @@ TOPOLOGY_DIR = "/sys/class/kfd/kfd/topology/nodes"
 MAX_PROPERTIES_BYTES = 64 * 1024
 
 
-# NamedTuple rather than dataclass for the records on the loader's path: defining a
-# dataclass costs ~0.6 ms at import, a NamedTuple ~0.1 ms, and this runs inside `import jax`.
+# Records on the loader's path are _record.NamedTuple classes: a dataclass costs ~0.6 ms to define,
+# typing.NamedTuple ~0.3 ms (it compiles each annotation), ours ~0.03 ms, inside every `import jax`.
 
 
 class KfdNode(NamedTuple):
