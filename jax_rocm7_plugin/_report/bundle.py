@@ -64,6 +64,9 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
     except UsageProblem as problem:
         err.write(f"report: error: {problem}\n")
         return 2
+    except KeyboardInterrupt:  # the command (if any) and its process group are gone already
+        err.write(f"report: interrupted; nothing was written to {destination}\n")
+        return 130
     finally:
         partial.unlink(missing_ok=True)
     size = destination.stat().st_size

@@ -184,3 +184,25 @@ def test_a_machine_without_a_gpu_still_gets_a_bundle(tmp_path: Path) -> None:
     assert doctor["ok"] is False and doctor["findings"][0]["id"] == "amdgpu-driver-missing"
     assert json.loads(members["MANIFEST.json"])["doctor_deep"] is False
     assert "command/outcome.json" not in members
+
+
+def test_ctrl_c_while_the_command_runs_leaves_nothing_behind(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    out, started = tmp_path / "out", tmp_path / "started"
+    out.mkdir()
+    program = f"import time; open({str(started)!r}, 'w').close(); time.sleep(60)"
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "JAX_ROCM_SYSROOT": str(tmp_path)}
+    command = [sys.executable, "-m", "jax_rocm7_plugin", "report", "--output", "r.tar.gz", "--"]
+    process = subprocess.Popen(
+        [*command, sys.executable, "-c", program], env=environ, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the command never started"
+    process.send_signal(signal.SIGINT)  # Ctrl-C reaches the report (the command runs in its own session)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130 and b"interrupted; nothing was written" in stderr, stderr
+    assert list(out.iterdir()) == []
