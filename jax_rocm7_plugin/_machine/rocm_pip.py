@@ -19,8 +19,6 @@ from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._findings import Finding
-_BITCODE_DIRS = ("lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode", "amdgcn/bitcode")
-_LLD_DIRS = ("lib/llvm/bin", "llvm/bin", "bin")
 
 
 class PipRocm(NamedTuple):
@@ -42,8 +40,11 @@ def find_pip_rocm(root: Path | None = None) -> PipRocm | None:
         root = Path(next(iter(spec.submodule_search_locations)))
     if not (root / "lib" / HIP_SONAME).exists():
         return None
-    bitcode = next((root / d for d in _BITCODE_DIRS if (root / d / "ocml.bc").is_file()), None)
-    lld = next((root / d for d in _LLD_DIRS if (root / d / "ld.lld").is_file()), None)
+    from jax_rocm7_plugin._policy.rocm_policy import BITCODE_FILE, LLD_FILE, bitcode_dirs, lld_dirs
+
+    bitcode = next((root / d for d in bitcode_dirs() if (root / d / BITCODE_FILE).is_file()), None)
+    # Also the pip ROCm's own bin/: the loader puts whichever folder holds ld.lld on PATH.
+    lld = next((root / d for d in (*lld_dirs(), "bin") if (root / d / LLD_FILE).is_file()), None)
     return PipRocm(root, bitcode, lld)
 
 

@@ -23,11 +23,6 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.releases import FirstCompile
     from jax_rocm7_plugin._settings import Settings
 
-BITCODE_DIRS = ("amdgcn/bitcode", "lib/llvm/amdgcn/bitcode", "llvm/amdgcn/bitcode")
-LLD_DIRS = ("llvm/bin", "lib/llvm/bin")
-BITCODE_FILE = "ocml.bc"  # one of the device libraries every kernel links
-LLD_FILE = "ld.lld"
-
 
 def rocm_roots(installs: Sequence[RocmInstall], root: Path) -> list[Path]:
     """The top folder of each ROCm install (a loader-path install's is its library folder's parent)."""
@@ -50,18 +45,20 @@ def toolchain_findings(
     """device-bitcode-missing when the release's first compile needs bitcode or ld.lld that nothing here has."""
     if not (needs.device_bitcode or needs.external_ld_lld) or not installs:
         return []  # nothing needed, or no ROCm at all (rocm-not-found says that)
+    from jax_rocm7_plugin._policy.rocm_policy import BITCODE_FILE, LLD_FILE, bitcode_dirs, lld_dirs
+
     roots = rocm_roots(installs, settings.sysroot)
     missing: list[str] = []
     looked: list[str] = []
     if needs.device_bitcode:
-        places = [r / d for r in roots for d in BITCODE_DIRS]
+        places = [r / d for r in roots for d in bitcode_dirs()]
         if settings.device_lib_path:
             places.insert(0, host_path(settings.sysroot, settings.device_lib_path))
         if not any((p / BITCODE_FILE).is_file() for p in places):
             missing.append(f"ROCm's device bitcode ({BITCODE_FILE} and the other device libraries)")
             looked.append("device bitcode looked for in: " + ", ".join(str(p) for p in places))
     if needs.external_ld_lld:
-        places = [r / d for r in roots for d in LLD_DIRS] + [
+        places = [r / d for r in roots for d in lld_dirs()] + [
             host_path(settings.sysroot, p) for p in settings.search_path
         ]
         if not any((p / LLD_FILE).is_file() for p in places):

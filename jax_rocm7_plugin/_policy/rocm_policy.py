@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 POLICY = Path(__file__).resolve().parent / "rocm_policy.json"
+BITCODE_FILE = "ocml.bc"  # one of the device libraries every kernel links
+LLD_FILE = "ld.lld"
 
 
 @cache
@@ -39,6 +41,16 @@ def is_rocm_library(soname: str) -> bool:
 def library_dirs() -> tuple[str, ...]:
     """Directories of a ROCm root that hold its libraries, relative to the root ("lib", "lib/rocm_sysdeps/lib")."""
     return tuple(_policy()["library_dirs"])
+
+
+def bitcode_dirs() -> tuple[str, ...]:
+    """Directories of a ROCm root that may hold its device bitcode (BITCODE_FILE ...), most specific first."""
+    return tuple(_policy()["bitcode_dirs"])
+
+
+def lld_dirs() -> tuple[str, ...]:
+    """Directories of a ROCm root that may hold its LLD_FILE linker."""
+    return tuple(_policy()["lld_dirs"])
 
 
 def sysdeps_dir() -> str:
