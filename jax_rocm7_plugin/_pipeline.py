@@ -288,9 +288,9 @@ def _c_api_findings(facts: Facts) -> Iterator[Finding]:
         expected = None
     if expected is not None and verdict.major != expected:
         yield catalog.pjrt_c_api_mismatch(
-            f"the PJRT library speaks PJRT C API {verdict.major}.{verdict.minor or 0}, "
+            f"the PJRT library speaks PJRT C API {verdict.c_api_version}, "
             f"but jaxlib {facts.jaxlib} speaks {expected}.x",
-            f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}=='
-            f'{versions.release_str(facts.jaxlib or "")}.*"',
+            f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}'
+            f'{versions.pin_for(facts.jaxlib or "")}"',
             (f"library: {library.path}", f"jaxlib=={facts.jaxlib}"),
         )

@@ -54,6 +54,11 @@ class Verdict(NamedTuple):
     died_in: str | None = None  # the step the child was in when it died
     cached: bool = False
 
+    @property
+    def c_api_version(self) -> str | None:
+        """The PJRT C API the library speaks, "major.minor", when its table was read."""
+        return f"{self.major}.{self.minor or 0}" if self.major is not None else None
+
 
 def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
     """The cache key; `settings`: NAME=value of what changes a load besides the file (Settings.load_identity).

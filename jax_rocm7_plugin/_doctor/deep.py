@@ -39,8 +39,8 @@ class HipProbe(NamedTuple):
 def pjrt_summary(verdict: Verdict) -> dict[str, Any]:
     """The PJRT part of the deep report, from a fresh load test."""
     summary: dict[str, Any] = {"loaded": verdict.loaded}
-    if verdict.major is not None:
-        summary["c_api_version"] = f"{verdict.major}.{verdict.minor or 0}"
+    if verdict.c_api_version is not None:
+        summary["c_api_version"] = verdict.c_api_version
     for key in ("error", "crashed", "problem", "plugin_error", "died_in"):
         if getattr(verdict, key):
             summary[key] = getattr(verdict, key)
