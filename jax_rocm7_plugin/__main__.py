@@ -52,15 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
     from jax_rocm7_plugin._doctor.report import render_json
-    from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
+    from jax_rocm7_plugin._settings import read_settings
 
     if args.sysroot is not None and not args.sysroot.is_dir():
         parser.error(f"--sysroot {args.sysroot}: not a directory")
-    environ = dict(os.environ)
-    if args.library is not None:  # --library replaces the variable (made absolute, as the variable must be)
-        environ[PJRT_LIBRARY] = str(args.library.absolute())
-    # --sysroot replaces JAX_ROCM_SYSROOT, so that variable's value (good or bad) no longer matters.
-    settings = read_settings(environ, sysroot=args.sysroot)
+    # --sysroot and --library replace their variables, so those values (good or bad) no longer matter.
+    settings = read_settings(os.environ, sysroot=args.sysroot, library=args.library)
     if args.binary:
         return _binaries(args.binary, settings, as_json=args.json, parser=parser)
     try:

@@ -84,9 +84,18 @@ class Settings(NamedTuple):
     search_path: tuple[str, ...] = ()  # PATH's absolute entries (where an external ld.lld is looked for)
 
 
-def read_settings(environ: Mapping[str, str], *, sysroot: Path | None = None, platforms: str | None = None) -> Settings:
+def read_settings(
+    environ: Mapping[str, str],
+    *,
+    sysroot: Path | None = None,
+    platforms: str | None = None,
+    library: Path | None = None,
+) -> Settings:
     """The one read of the environment. `sysroot` (the doctor's --sysroot) replaces JAX_ROCM_SYSROOT;
-    `platforms` (jax's own setting, which the loader reads from jax) replaces JAX_PLATFORMS."""
+    `platforms` (jax's own setting, which the loader reads from jax) replaces JAX_PLATFORMS; `library` (the
+    CLI's --library) replaces JAX_ROCM_PJRT_LIBRARY, made absolute as the variable must be."""
+    if library is not None:
+        environ = {**environ, PJRT_LIBRARY: str(library.absolute())}
     found: list[Finding] = []
     bad_root = None
     if sysroot is None:

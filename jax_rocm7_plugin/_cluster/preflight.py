@@ -169,13 +169,11 @@ class _Run:
 
     def _doctor(self) -> tuple[Any, Any] | BaseException:
         from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
-        from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
+        from jax_rocm7_plugin._settings import read_settings
 
-        environ = dict(self.environ)
-        if self.options.library is not None:
-            environ[PJRT_LIBRARY] = str(self.options.library.absolute())
         try:
-            return diagnose_with_facts(read_settings(environ, sysroot=self.options.sysroot))
+            settings = read_settings(self.environ, sysroot=self.options.sysroot, library=self.options.library)
+            return diagnose_with_facts(settings)
         except Exception as error:  # noqa: BLE001 - reported in the record as this process's error
             return error
 

@@ -157,11 +157,9 @@ def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool]:
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
     from jax_rocm7_plugin._doctor.report import render_json
-    from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
+    from jax_rocm7_plugin._settings import read_settings
 
-    if options.library is not None:
-        environ = {**environ, PJRT_LIBRARY: str(options.library.absolute())}
-    settings = read_settings(environ, sysroot=options.sysroot)
+    settings = read_settings(environ, sysroot=options.sysroot, library=options.library)
     deep = False
     try:
         report = diagnose(settings)
