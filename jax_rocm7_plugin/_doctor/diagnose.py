@@ -29,12 +29,16 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.memory import GpuMemory
 
 
-def diagnose(settings: Settings, *, deep: bool = False) -> Report:
+def diagnose(settings: Settings, *, deep: bool | None = False) -> Report:
     return diagnose_with_facts(settings, deep=deep)[0]
 
 
-def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Report, Facts]:
-    """The report and the facts the pipeline learned (the cluster preflight publishes some of them)."""
+def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tuple[Report, Facts]:
+    """The report and the facts the pipeline learned (the cluster preflight publishes some of them).
+
+    `deep`: also the --deep probes (the HIP runtime, a fresh load test, the first jit); None: where this
+    machine has a usable GPU (the report bundle's choice). `Report.hip` is set when they ran.
+    """
     from jax_rocm7_plugin._machine import packages
 
     facts = Facts(settings)
@@ -49,6 +53,8 @@ def diagnose_with_facts(settings: Settings, *, deep: bool = False) -> tuple[Repo
     found.extend(memory_findings(memories))
     found.extend(_toolchain(facts, found))
     hip = first_jit = None
+    if deep is None:
+        deep = facts.machine is not None and bool(facts.machine.usable_gpus)
     if deep:
         hip, deeper = _deep(facts)
         found = _merge_same_ids([*found, *deeper])

@@ -152,22 +152,18 @@ def collect(
 
 
 def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool]:
-    """The doctor's report as text and JSON; again with --deep when a GPU is usable (the HIP runtime started
-    in a child process)."""
+    """The doctor's report as text and JSON, with --deep's probes where a GPU is usable, and whether they ran."""
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
     from jax_rocm7_plugin._doctor.report import render_json
     from jax_rocm7_plugin._settings import read_settings
 
     settings = read_settings(environ, sysroot=options.sysroot, library=options.library)
-    deep = False
     try:
-        report = diagnose(settings)
-        if any(gpu.usable for gpu in report.gpus):
-            report, deep = diagnose(settings, deep=True), True
+        report = diagnose(settings, deep=None)
     except Exception as error:  # noqa: BLE001 - the bundle still says what failed
         report = internal_error(error, settings)
-    return render_text(report, verbose=True) + "\n", render_json(report) + "\n", deep
+    return render_text(report, verbose=True) + "\n", render_json(report) + "\n", report.hip is not None
 
 
 def _run_command(

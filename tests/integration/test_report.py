@@ -84,6 +84,8 @@ def test_the_bundle_holds_the_hlo_the_doctor_and_the_variables(bundled) -> None:
     assert "HloModule" in text and ("dot(" in text or "dot." in text) and "reduce" in text
     doctor = json.loads(members["doctor.json"])
     assert {"ok", "findings"} <= set(doctor)
+    # A usable GPU (here, the synthetic machine's): the doctor ran with --deep, once, first jit included.
+    assert json.loads(members["MANIFEST.json"])["doctor_deep"] is True and doctor["first_jit"]["ok"] is True
     environment = members["environment.txt"].decode()
     assert "JAX_ROCM_SYSROOT=" in environment and "XLA_FLAGS=--xla_cpu_use_thunk_runtime=true" in environment
     assert not any(line.startswith("HOME=") for line in environment.splitlines())  # an allowlist, not all
