@@ -82,7 +82,8 @@ def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: a
 
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        gpus = ", ".join(f"KFD node {g['kfd_node']} {g['target']}" for g in data["gpus"]) or "none"
+        gpus = ", ".join(f"KFD node {g['kfd_node']} {g['target']}" for g in data["gpus"])
+        gpus = gpus or (f"none known: {data['machine_problem']}" if "machine_problem" in data else "none")
         sys.stdout.write("".join(f"{line}\n" for line in [f"GPUs HIP will use: {gpus}", *lines]))
     return 0 if ok else 1
 

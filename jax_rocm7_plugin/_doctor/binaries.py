@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jax_rocm7_plugin._binary.code_objects import BinaryCode, CodeObject
+from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import HSA_XNACK, Settings
 
@@ -36,13 +37,16 @@ class Verdict(NamedTuple):
     why: str  # the code object it runs, or why none
 
 
-def machine_gpus(settings: Settings) -> list[Gpu]:
-    """The GPUs HIP will use on this machine (under the sysroot), in HIP's order."""
-    from jax_rocm7_plugin._machine.devices import probe_machine
+def machine_gpus(settings: Settings) -> list[Gpu] | Finding:
+    """The GPUs HIP will use on this machine (under the sysroot), in HIP's order; machine-probe-timeout
+    when the driver does not answer (read under the same deadline as the loader's)."""
+    from jax_rocm7_plugin._machine.devices import probe_within_deadline
     from jax_rocm7_plugin._machine.visibility import hip_view
     from jax_rocm7_plugin._policy.gfx_targets import override_target
 
-    machine = probe_machine(settings.sysroot)
+    machine = probe_within_deadline(settings.sysroot)
+    if isinstance(machine, Finding):
+        return machine
     override = override_target(settings.hsa_override) if settings.hsa_override else None
     xnack = (settings.xnack or "").strip() == "1"
     return [
@@ -114,7 +118,8 @@ def check_binaries(paths: Sequence[Path], settings: Settings) -> tuple[list[str]
     """(one line per binary, the same as JSON, whether every GPU binary runs on every GPU HIP will use)."""
     from jax_rocm7_plugin._binary.code_objects import binaries_under, read_binary
 
-    gpus = machine_gpus(settings)
+    found = machine_gpus(settings)
+    gpus = [] if isinstance(found, Finding) else found
     lines: list[str] = []
     entries: list[dict[str, Any]] = []
     ok = bool(gpus)
@@ -135,5 +140,7 @@ def check_binaries(paths: Sequence[Path], settings: Settings) -> tuple[list[str]
                     "problems": list(binary.problems),
                 }
             )
-    machine = [g._asdict() for g in gpus]
-    return lines, {"ok": ok, "gpus": machine, "binaries": entries}, ok
+    data: dict[str, Any] = {"ok": ok, "gpus": [g._asdict() for g in gpus], "binaries": entries}
+    if isinstance(found, Finding):
+        data["machine_problem"] = found.sentence()
+    return lines, data, ok

@@ -118,3 +118,22 @@ def test_json_and_a_machine_without_a_gpu(tmp_path: Path) -> None:
     assert entry["kind"] == "code object" and entry["code_objects"][0]["name"] == "gfx942"
     missing = _doctor(tmp_path / "empty", tmp_path / "nope.co")
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+def test_a_driver_that_does_not_answer_is_said_not_waited_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine is read under the loader's deadline: a hung sysfs read (standing in for a hung driver)."""
+    import threading
+
+    from jax_rocm7_plugin._doctor.binaries import check_binaries
+    from jax_rocm7_plugin._settings import read_settings
+
+    release = threading.Event()
+    monkeypatch.setattr("jax_rocm7_plugin._safe_io.DEADLINE_SECONDS", 0.2)
+    monkeypatch.setattr("jax_rocm7_plugin._machine.devices.probe_machine", lambda root: release.wait(5))
+    code = header_only(tmp_path / "co", 0x4C, name="gfx942")
+    try:
+        lines, data, ok = check_binaries([code], read_settings({}, sysroot=make_sysroot(tmp_path / "machine")))
+    finally:
+        release.set()
+    assert not ok and data["gpus"] == [] and "did not answer within 0.2 s" in data["machine_problem"]
+    assert lines == [f"{code}: code object for gfx942; no GPU here to run it"]
