@@ -70,14 +70,16 @@ def run_first_jit(environ: Mapping[str, str], *, timeout_s: float = DEFAULT_TIME
         notice=f"doctor --deep: still compiling and running the first jit on 'rocm' (up to {timeout_s:g} s)",
         with_site={**environ, "JAX_PLATFORMS": "rocm"},
     )
-    steps = {r["stage"]: {k: v for k, v in r.items() if k != "stage"} for r in run.records if "stage" in r}
-    last = next((r["stage"] for r in reversed(run.records) if r.get("stage") not in ("done", None)), None)
+    done = ("begin", "done", None)  # the records that are no step's answer
+    steps = {
+        r["stage"]: {k: v for k, v in r.items() if k != "stage"} for r in run.records if r.get("stage") not in done
+    }
+    began = run.stage("begin")
+    step = str(began["step"]) if began is not None else "start python"  # where a hang or a death happened
     if run.timed_out is not None:
-        return FirstJit(
-            False, steps, f"no answer within {run.timed_out:g} s", "hang", _next_step(last), run.stderr_tail
-        )
+        return FirstJit(False, steps, f"no answer within {run.timed_out:g} s", "hang", step, run.stderr_tail)
     if run.death is not None and run.stage("done") is None:
-        return FirstJit(False, steps, f"the process died ({run.death})", "crash", _next_step(last), run.stderr_tail)
+        return FirstJit(False, steps, f"the process died ({run.death})", "crash", step, run.stderr_tail)
     error = steps.get("error")
     if error is not None:
         message = str(error.get("message", ""))
@@ -87,13 +89,6 @@ def run_first_jit(environ: Mapping[str, str], *, timeout_s: float = DEFAULT_TIME
     if not ran.get("ok"):
         return FirstJit(False, steps, f"wrong result (max abs error {ran.get('max_abs_error')})", "other", "run")
     return FirstJit(True, steps)
-
-
-def _next_step(last: str | None) -> str:
-    """The step a child was in when it stopped answering, from the last step it reported done."""
-    order = {None: "import jax", "imported": "start the rocm backend", "backend": "device_put", "put": "compile",
-             "compiled": "run", "ran": "memory_stats", "memory": "exit"}  # fmt: skip
-    return order.get(last, "exit")
 
 
 def classify(message: str) -> tuple[str, str]:
