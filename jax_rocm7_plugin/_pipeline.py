@@ -87,10 +87,6 @@ class Facts:
         self.pip_rocm: PipRocm | None = None
         self.c_api: tuple[int, int] | None = None  # (major, minor) the library speaks, from the load
 
-    def began(self, step: str) -> bool:
-        """Whether `step` has begun, so its fields hold what it learned."""
-        return STEPS.index(step) <= STEPS.index(self.step)
-
 
 def first_blocking_finding(
     facts: Facts, *, through_machine: bool = False, load: bool = True

@@ -86,15 +86,14 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tup
 def _child_environment(settings: Settings) -> dict[str, str]:
     """This process's environment, with the machine and library the doctor looked at (--sysroot, --library)."""
     import os
+    import site
+    import sys
 
     from jax_rocm7_plugin._settings import PJRT_LIBRARY, SYSROOT
 
     environ = dict(os.environ)
     # The child imports jax, which must find this very plugin: where it runs from a checkout (or any folder
     # the interpreter does not search by itself), that folder goes on the child's PYTHONPATH.
-    import site
-    import sys
-
     home = str(Path(__file__).resolve().parents[2])
     if home not in site.getsitepackages() and home not in (site.getusersitepackages(), sys.prefix):
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [home, environ.get("PYTHONPATH", "")]))
