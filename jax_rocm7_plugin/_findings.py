@@ -63,6 +63,7 @@ FindingId = Literal[
     "plugin-install-damaged",
     "apu-vram-carveout-small",
     "first-jit-failed",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
+    "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 SkewKind = Literal["jaxlib", "pjrt"]
@@ -77,6 +78,7 @@ class Finding(NamedTuple):
     summary: str
     fix: str
     evidence: tuple[str, ...] = ()
+    known_issue: str | None = None  # the known_issues.json entry, for `known-issue` findings
 
     @property
     def blocks_rocm(self) -> bool:
@@ -91,7 +93,14 @@ class Finding(NamedTuple):
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = self._asdict()
         data["evidence"] = list(self.evidence)
+        if self.known_issue is None:
+            del data["known_issue"]
         return data
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """What makes two findings the same: the id, and for known issues the entry."""
+        return self.id, self.known_issue
 
 
 def most_severe_first(findings: list[Finding]) -> list[Finding]:
@@ -494,3 +503,8 @@ def doctor_internal_error(error: Exception) -> Finding:
         f"the doctor failed unexpectedly ({type(error).__name__}: {error})",
         "report this at the project's issue tracker with the command you ran",
     )
+
+
+def known_issue(entry: str, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """A public bug of the versions this machine runs; `entry` is its id in _policy/known_issues.json."""
+    return Finding("known-issue", severity, summary, fix, evidence, entry)

@@ -48,6 +48,7 @@ class Plan(NamedTuple):
     extensions: frozenset[int] = frozenset()  # PJRT_Extension_Type values the library offers
     warnings: tuple[Finding, ...] = ()
     environment_changes: tuple[str, ...] = ()
+    workarounds: tuple[str, ...] = ()  # "<known issue>: NAME=value, ..." set before the library loads in-process
 
 
 def rocm_required(platforms: str | None) -> bool:
@@ -70,9 +71,12 @@ def plan_registration(settings: Settings, *, apply_environment: bool = False, lo
         return options
     assert facts.library is not None
     changes: list[str] = []
-    if apply_environment and facts.pip_rocm is not None:
-        # HIP reads these when it initialises, which happens when jax creates the client.
-        changes = point_at_pip_rocm(facts.pip_rocm, os.environ)
+    workarounds: tuple[str, ...] = ()
+    if apply_environment:
+        if facts.pip_rocm is not None:
+            # HIP reads these when it initialises, which happens when jax creates the client.
+            changes = point_at_pip_rocm(facts.pip_rocm, os.environ)
+        workarounds = apply_workarounds(facts, os.environ)
     return Plan(
         library_path=str(facts.library.path),
         library_source=facts.library.source,
@@ -81,7 +85,33 @@ def plan_registration(settings: Settings, *, apply_environment: bool = False, lo
         extensions=frozenset(facts.verdict.extensions) if facts.verdict is not None else frozenset(),
         warnings=tuple(warnings),
         environment_changes=tuple(changes),
+        workarounds=workarounds,
     )
+
+
+def apply_workarounds(facts: Facts, environ: MutableMapping[str, str]) -> tuple[str, ...]:
+    """Set the safe workarounds of the known issues this machine has (_policy/known_issues.json), never a
+    variable the user set, nothing with JAX_ROCM_WORKAROUNDS=0; say what was set, one item per issue.
+
+    Called after the checks and before jax loads the library in-process: ROCr, HIP and rocprofiler read
+    these variables when the client starts them. A first pass without the ROCm install decides whether any
+    safe workaround could apply at all, so a machine that needs none never looks for ROCm here.
+    """
+    from jax_rocm7_plugin._pipeline import situation
+    from jax_rocm7_plugin._policy import known_issues
+
+    if environ.get(known_issues.WORKAROUNDS_VARIABLE) == "0":
+        return ()
+    if not known_issues.may_need_workarounds(situation(facts, thorough=False, with_rocm=False)):
+        return ()
+    applied: list[str] = []
+    for match, variables in known_issues.safe_workarounds(situation(facts, thorough=False)):
+        fresh = [(name, value) for name, value in variables if name not in environ]
+        for name, value in fresh:
+            environ[name] = value
+        if fresh:
+            applied.append(f"{match.issue.id}: {', '.join(f'{n}={v}' for n, v in fresh)}")
+    return tuple(applied)
 
 
 def rocm_client_options(settings: Settings) -> dict[str, Any] | Finding:
@@ -158,6 +188,11 @@ def _initialize() -> None:
         logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
     if outcome.environment_changes:
         logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
+    if outcome.workarounds:
+        logger.info(
+            "ROCm backend: avoiding known issues (JAX_ROCM_WORKAROUNDS=0 turns this off): %s",
+            "; ".join(outcome.workarounds),
+        )
     _register(outcome, platforms)
 
 

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._binary.load_test import Verdict
     from jax_rocm7_plugin._machine.devices import MachineState
     from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
+    from jax_rocm7_plugin._machine.rocm_install import RocmInstall
     from jax_rocm7_plugin._machine.rocm_pip import PipRocm
     from jax_rocm7_plugin._machine.runtime import RuntimeState
     from jax_rocm7_plugin._machine.visibility import HipView
     from jax_rocm7_plugin._policy.coverage import GpuCoverage
+    from jax_rocm7_plugin._policy.known_issues import Situation
 
 
 # The steps of `checks`, in order. Each field of Facts belongs to one step (FACT_STEPS): it is None
@@ -290,3 +292,71 @@ def _c_api_findings(facts: Facts) -> Iterator[Finding]:
             f'{versions.pin_for(facts.jaxlib or "")}"',
             (f"library: {library.path}", f"jaxlib=={facts.jaxlib}"),
         )
+
+
+def situation(
+    facts: Facts, *, thorough: bool, other_plugins: tuple[str, ...] = (), with_rocm: bool = True
+) -> Situation:
+    """What known issues depend on, from what the steps learned (no second look at anything they read).
+
+    The ROCm install is the one whose HIP runtime the dependency walk resolved; where the walk did not run (the
+    loader's quick path) it is found the same way the walk would look, unless `with_rocm` is False. `thorough`
+    (the doctor) also reads the amdgpu driver's version and each GPU's MES firmware, which only known issues need.
+    """
+    from jax_rocm7_plugin._machine import driver
+    from jax_rocm7_plugin._machine.rocm_install import install_root, layout, loaded_install
+    from jax_rocm7_plugin._names import HIP_SONAME
+    from jax_rocm7_plugin._policy.known_issues import Situation
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    settings, machine = facts.settings, facts.machine
+    # The GPUs HIP will use and can open: where none can be (no /dev/kfd, no permission), that is the cause to
+    # fix, and bugs of the GPU stack are not yet this machine's.
+    usable = {gpu.node_index for gpu in machine.usable_gpus} if machine is not None else set()
+    gpus = [node for _, node in facts.view.gpus if node.index in usable] if facts.view is not None else []
+    install = None
+    if facts.runtime is not None:
+        walk = facts.runtime.dependencies
+        install = loaded_install(facts.runtime.installs, walk.found.get(HIP_SONAME) if walk is not None else None)
+    elif facts.library is not None and with_rocm:
+        install = loaded_install(_installs(settings), None)
+    home = install_root(install, settings.sysroot) if install is not None else None
+    pjrt = facts.library.pjrt_version if facts.library is not None else None
+    firmware: tuple[tuple[str, str], ...] = ()
+    amdgpu = None
+    if thorough and machine is not None:
+        amdgpu = driver.amdgpu_driver_version(settings.sysroot)
+        found = ((node.gfx_target, driver.mes_firmware(settings.sysroot, node.drm_render_minor)) for node in gpus)
+        firmware = tuple((gfx or "unknown", fw) for gfx, fw in found if fw is not None)
+    return Situation(
+        rocm=install.version if install is not None else None,
+        rocm_root=install.location.removeprefix("pip: ") if install is not None and home is not None else None,
+        rocm_layout=layout(home),
+        release=_release_of(pjrt) or JAX_RELEASE,
+        jaxlib=facts.jaxlib,
+        gfx=tuple(node.gfx_target for node in gpus if node.gfx_target),
+        gpu_count=len(gpus) if facts.view is not None else None,
+        wsl=machine is not None and machine.wsl_dxg and not machine.topology.present,
+        hosts=settings.job_hosts,
+        environment=settings.runtime_environment,
+        hsa_override=settings.hsa_override,
+        amdgpu_driver=amdgpu,
+        mes_firmware=firmware,
+        other_plugins=other_plugins,
+    )
+
+
+def _installs(settings: Settings) -> list[RocmInstall]:
+    from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, search_dirs
+    from jax_rocm7_plugin._machine.rocm_install import find_rocm_installs
+
+    conf_dirs = ld_so_conf_dirs(settings.sysroot)
+    return find_rocm_installs(settings.sysroot, settings.rocm_path, search_dirs(settings.ld_library_path, conf_dirs))
+
+
+def _release_of(version: str | None) -> str | None:
+    """X.Y.Z of a wheel version (0.10.2.post1 -> 0.10.2)."""
+    if not version:
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]) else None

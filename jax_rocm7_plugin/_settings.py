@@ -49,6 +49,10 @@ _BOOLEAN_WORDS = ("true", "True", "1", "false", "False", "0")
 # jax's platform aliases (xla_bridge._platform_aliases): "gpu" means any of these. Used where jax is not
 # imported (the doctor); where it is, `rocm_in_platforms` asks jax (a test keeps the two equal).
 PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm", "oneapi")}
+# The variables known issues and their workarounds name (_policy/known_issues.json) are kept by prefix, so the
+# data names them once: a test checks that every variable the data names starts with one of these.
+RUNTIME_VARIABLE_PREFIXES = ("HSA_", "HIP_", "ROCR_", "ROCPROFILER_", "DEBUG_HIP_", "AMD_", "GPU_", "JAX_ROCM_")
+RUNTIME_VARIABLES = ("XLA_FLAGS",)
 
 
 class DeviceSelection(NamedTuple):
@@ -82,6 +86,8 @@ class Settings(NamedTuple):
     xnack: str | None = None  # HSA_XNACK as set
     device_lib_path: str | None = None  # HIP_DEVICE_LIB_PATH: where XLA looks for ROCm's device bitcode first
     search_path: tuple[str, ...] = ()  # PATH's absolute entries (where an external ld.lld is looked for)
+    runtime_environment: tuple[tuple[str, str], ...] = ()  # ROCm runtime variables and XLA_FLAGS, as set
+    job_hosts: int | None = None  # hosts the launcher says this job spans (Slurm, Open MPI); None: no launcher
 
 
 def read_settings(
@@ -130,6 +136,14 @@ def read_settings(
         xnack=environ.get(HSA_XNACK),
         device_lib_path=environ.get("HIP_DEVICE_LIB_PATH") or None,
         search_path=tuple(p for p in environ.get("PATH", "").split(":") if p.startswith("/")),
+        runtime_environment=tuple(
+            sorted(
+                (name, value)
+                for name, value in environ.items()
+                if name.startswith(RUNTIME_VARIABLE_PREFIXES) or name in RUNTIME_VARIABLES
+            )
+        ),
+        job_hosts=job_hosts(environ),
         xla_client=xla_client,
         platforms=platforms if platforms is not None else environ.get("JAX_PLATFORMS"),
         runfiles_dir=environ.get("RUNFILES_DIR") or None,
@@ -143,6 +157,19 @@ def read_settings(
             (catalog.xla_client_env_invalid("; ".join(problems), xla_client_evidence(xla_client)),) if problems else ()
         ),
     )
+
+
+def job_hosts(environ: Mapping[str, str]) -> int | None:
+    """How many hosts the launcher gives this job: Slurm's node count, else Open MPI's world size over its
+    local size (tasks spread evenly); None outside a launcher or where the values are not numbers."""
+    for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        value = environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    world, local = environ.get("OMPI_COMM_WORLD_SIZE", ""), environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "")
+    if world.isdigit() and local.isdigit() and int(local) > 0:
+        return max(1, -(-int(world) // int(local)))
+    return None
 
 
 def _load_timeout(value: str, found: list[Finding]) -> float:

@@ -27,6 +27,7 @@ from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.memory import GpuMemory
+    from jax_rocm7_plugin._machine.packages import PluginInventory
 
 
 def diagnose(settings: Settings, *, deep: bool | None = False) -> Report:
@@ -46,7 +47,9 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tup
     if settings.sysroot_finding is not None:
         # Nothing under that root can be read: the variable is the finding.
         return Report(tuple(found), str(settings.sysroot), ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),)), facts
-    found.extend(packages.plugin_findings(packages.inventory()))
+    plugins = packages.inventory()
+    found.extend(packages.plugin_findings(plugins))
+    found.extend(_known_issues(facts, plugins))
     memories = _memory(facts)
     from jax_rocm7_plugin._machine.memory import memory_findings
 
@@ -167,6 +170,17 @@ def _toolchain(facts: Facts, found: list[Finding]) -> list[Finding]:
     return toolchain_findings(row.first_compile, facts.runtime.installs, facts.settings, JAX_RELEASE)
 
 
+def _known_issues(facts: Facts, plugins: PluginInventory) -> list[Finding]:
+    """A known-issue finding for each public bug of the versions this machine runs (_policy/known_issues.json)."""
+    from jax_rocm7_plugin._machine.packages import OUR_DISTRIBUTIONS
+    from jax_rocm7_plugin._pipeline import situation
+    from jax_rocm7_plugin._policy import known_issues
+
+    others = tuple(sorted(name for name in plugins.distributions if name not in OUR_DISTRIBUTIONS))
+    here = situation(facts, thorough=True, other_plugins=others)
+    return [known_issues.finding(match, here) for match in known_issues.matches(here)]
+
+
 def _memory(facts: Facts) -> list[GpuMemory]:
     from jax_rocm7_plugin._machine.memory import gpu_memory
 
@@ -227,12 +241,13 @@ def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
 
 
 def _merge_same_ids(found: list[Finding]) -> list[Finding]:
-    """One finding per id: evidence of later duplicates (from the deep probe) joins the first."""
-    merged: dict[str, Finding] = {}
+    """One finding per id (per entry, for known issues): evidence of later duplicates (from the deep probe)
+    joins the first."""
+    merged: dict[tuple[str, str | None], Finding] = {}
     for finding in found:
-        first = merged.get(finding.id)
+        first = merged.get(finding.key)
         if first is None:
-            merged[finding.id] = finding
+            merged[finding.key] = finding
         else:
-            merged[finding.id] = first._replace(evidence=first.evidence + finding.evidence)
+            merged[finding.key] = first._replace(evidence=first.evidence + finding.evidence)
     return list(merged.values())

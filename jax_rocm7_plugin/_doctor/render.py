@@ -28,7 +28,8 @@ def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:
     first = group[0]
     evidence = [line for finding in group for line in finding.evidence]
     if len(group) == 1:
-        yield f"  [{first.severity}] {first.id}: {first.summary}"
+        name = f"{first.id} {first.known_issue}" if first.known_issue else first.id
+        yield f"  [{first.severity}] {name}: {first.summary}"
     else:
         yield f"  [{first.severity}] {first.id} ({len(group)}):"
         yield from (f"      - {finding.summary}" for finding in group)

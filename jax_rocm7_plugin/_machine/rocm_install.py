@@ -144,3 +144,33 @@ def rocm_findings(installs: list[RocmInstall], rocm_path: str | None) -> list[Fi
     if any(install.major == ROCM_MAJOR for install in installs):
         return []
     return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs))]
+
+
+def install_root(install: RocmInstall, root: Path) -> Path | None:
+    """The install's directory on this machine (under the sysroot); None for a bare loader directory."""
+    if install.source == "pip":
+        return Path(install.location.removeprefix("pip: "))
+    if install.source == "loader path":
+        return None
+    return host_path(root, install.location)
+
+
+def loaded_install(installs: list[RocmInstall], hip_runtime: Path | None) -> RocmInstall | None:
+    """The install whose HIP runtime the library loads: the one holding `hip_runtime` (as the dependency walk
+    resolved it), else the first ROCm 7 install in the loader's order of search."""
+    if hip_runtime is not None:
+        real = hip_runtime.resolve()
+        for install in installs:
+            if any(p.resolve() == real for p in install.hip_runtimes):
+                return install
+    return next((i for i in installs if i.major == ROCM_MAJOR), None)
+
+
+def layout(directory: Path | None) -> str | None:
+    """ "therock" where the install keeps device bitcode and LLD under lib/llvm only (TheRock's tarballs, pip),
+    "amd" where AMD's packages' amdgcn/ or llvm/ folders are there; None when unknown."""
+    if directory is None:
+        return None
+    if (directory / "amdgcn").is_dir() or (directory / "llvm").is_dir():
+        return "amd"
+    return "therock" if (directory / "lib" / "llvm").is_dir() else None

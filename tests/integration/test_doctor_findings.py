@@ -19,7 +19,9 @@ GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
 
 
 def ids(report: Report) -> list[str]:
-    return [f.id for f in report.findings]
+    """The findings' ids, known issues left out: the default machine's ROCm 7.0.2 has some, and they have their
+    own tests (tests/integration/test_known_issues.py) on machines rebuilt from each entry's thread."""
+    return [f.id for f in report.findings if f.id != "known-issue"]
 
 
 def finding(report: Report, finding_id: str) -> Finding:
@@ -32,12 +34,18 @@ def healthy(tmp_path: Path, build: Path, gpus: list[Gpu] | None = None) -> Path:
     return root
 
 
+# What AMD sets for the 0.10.2 release (known issue jax-0.10.2-runtime-queue-hang): with it, a machine whose
+# ROCm has none of the known bugs of gfx942 has nothing to report.
+AVOIDS_KNOWN_ISSUES = {"ROCPROFILER_QUEUE_INTERPOSITION": "0", "DEBUG_HIP_DYNAMIC_QUEUES": "0", "HSA_NO_SCRATCH_RECLAIM": "1"}
+
+
 def test_healthy_rocm7_machine_has_no_findings(tmp_path: Path, build: Path) -> None:
-    root = healthy(tmp_path, build)
-    report = diagnose({}, root, library_of(build))
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.14.0")
+    report = diagnose(AVOIDS_KNOWN_ISSUES, root, library_of(build))
     assert report.ok and ids(report) == [], report.findings
     assert report.gpus[0].library_code == "gfx9-4-generic"
-    assert report.installs[0].version == "7.0.2-56"
+    assert report.installs[0].version == "7.14.0-56"
     assert report.library.missing_dependencies == ()
 
 
@@ -120,7 +128,7 @@ def test_gpu_arch_not_in_library(tmp_path: Path, build: Path, gpus: list[Gpu], s
 
 def test_hidden_unsupported_gpu_is_not_reported(tmp_path: Path, build: Path) -> None:
     root = healthy(tmp_path, build, [Gpu(GFX1100), Gpu(GFX906, drm_render_minor=129)])
-    assert diagnose({"HIP_VISIBLE_DEVICES": "0"}, root, library_of(build)).findings == ()
+    assert ids(diagnose({"HIP_VISIBLE_DEVICES": "0"}, root, library_of(build))) == []
 
 
 def test_hsa_override_judges_the_overridden_target(tmp_path: Path, build: Path) -> None:
@@ -152,7 +160,7 @@ def test_shm_too_small_with_two_gpus(tmp_path: Path, build: Path) -> None:
     report = diagnose({}, root, library_of(build))
     assert ids(report) == ["shm-too-small"] and "64 MiB" in report.findings[0].summary
     (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,size=16g 0 0\n")
-    assert diagnose({}, root, library_of(build)).findings == ()
+    assert ids(diagnose({}, root, library_of(build))) == []
 
 
 def test_library_without_get_pjrt_api(tmp_path: Path, build: Path) -> None:
