@@ -159,8 +159,10 @@ def _ranges(spec: Any) -> tuple[Range, ...]:
     return tuple(_range(s) for s in (spec if isinstance(spec, list) else [spec]))
 
 
-def _expand(value: str, situation: Situation) -> str:
-    return value.replace(ROCM_PLACEHOLDER, situation.rocm_root or "") if ROCM_PLACEHOLDER in value else value
+def _expand(value: str, situation: Situation | None) -> str:
+    """`value` with the install's root for "{rocm}" ("<ROCm root>" where it is not known)."""
+    root = situation.rocm_root if situation is not None and situation.rocm_root else "<ROCm root>"
+    return value.replace(ROCM_PLACEHOLDER, root)
 
 
 @cache
@@ -368,7 +370,7 @@ def finding(match: Match, situation: Situation) -> Finding:
 
 
 def _fix_text(issue: KnownIssue, situation: Situation) -> str:
-    text = _expand(issue.workaround.text, situation) if situation.rocm_root else issue.workaround.text
+    text = _expand(issue.workaround.text, situation)
     fixed = issue.fixed_text()
     return f"{text}{f' ({fixed})' if fixed and fixed not in text else ''}"
 
@@ -380,7 +382,7 @@ def readme_rows(issues: Iterable[KnownIssue] | None = None) -> list[str]:
         safe = " (the loader applies it)" if issue.workaround.safe else ""
         rows.append(
             f"| `{issue.id}` | {_affects_text(issue.affects)} | {issue.effect_kind}: {issue.effect} | "
-            f"{issue.workaround.text}{safe} | {', '.join(_short(s) for s in issue.sources)} |"
+            f"{_expand(issue.workaround.text, None)}{safe} | {', '.join(_short(s) for s in issue.sources)} |"
         )
     return rows
 
