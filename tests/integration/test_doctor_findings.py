@@ -36,7 +36,11 @@ def healthy(tmp_path: Path, build: Path, gpus: list[Gpu] | None = None) -> Path:
 
 # What AMD sets for the 0.10.2 release (known issue jax-0.10.2-runtime-queue-hang): with it, a machine whose
 # ROCm has none of the known bugs of gfx942 has nothing to report.
-AVOIDS_KNOWN_ISSUES = {"ROCPROFILER_QUEUE_INTERPOSITION": "0", "DEBUG_HIP_DYNAMIC_QUEUES": "0", "HSA_NO_SCRATCH_RECLAIM": "1"}
+AVOIDS_KNOWN_ISSUES = {
+    "ROCPROFILER_QUEUE_INTERPOSITION": "0",
+    "DEBUG_HIP_DYNAMIC_QUEUES": "0",
+    "HSA_NO_SCRATCH_RECLAIM": "1",
+}
 
 
 def test_healthy_rocm7_machine_has_no_findings(tmp_path: Path, build: Path) -> None:

@@ -91,7 +91,7 @@ CASES: dict[str, tuple[Machine, Machine]] = {
     ),
     "jax-0.10.2-bitcode-lld-not-found-therock": (
         Machine(therock_layout=True),
-        Machine(therock_layout=True, environ={**AMD_0_10_2, "HIP_DEVICE_LIB_PATH": "/opt/rocm/lib/llvm/amdgcn/bitcode"}),
+        Machine(therock_layout=True, environ={**AMD_0_10_2, "HIP_DEVICE_LIB_PATH": "/opt/rocm/lib/llvm/amdgcn"}),
     ),
     "rocr-intercept-queue-invalid-packet": (Machine(gpus=[GFX90A], rocm="7.1.0"), Machine(gpus=[GFX90A], rocm="7.2.3")),
     "gfx1103-override-to-gfx1100-vgprs": (
@@ -100,12 +100,8 @@ CASES: dict[str, tuple[Machine, Machine]] = {
     ),
     "gfx1151-vgpr-count-crash": (Machine(gpus=[GFX1151], rocm="7.10.0"), Machine(gpus=[GFX1151], rocm="7.11.0")),
     "gfx1151-mes-firmware-0x83-hang": (
-        Machine(
-            gpus=[GFX1151], files={"/sys/class/drm/renderD128/device/fw_version/mes_fw_version": "0x00000083\n"}
-        ),
-        Machine(
-            gpus=[GFX1151], files={"/sys/class/drm/renderD128/device/fw_version/mes_fw_version": "0x00000080\n"}
-        ),
+        Machine(gpus=[GFX1151], files={"/sys/class/drm/renderD128/device/fw_version/mes_fw_version": "0x00000083\n"}),
+        Machine(gpus=[GFX1151], files={"/sys/class/drm/renderD128/device/fw_version/mes_fw_version": "0x00000080\n"}),
     ),
     "gfx942-d2h-copy-slow-sdma0": (Machine(rocm="7.2.3"), Machine(rocm="7.14.0")),
     "miopen-7.2-conv-segfault": (Machine(gpus=[GFX90A], rocm="7.2.2"), Machine(gpus=[GFX90A], rocm="7.2.3")),
@@ -281,7 +277,7 @@ def _loader_run(tmp_path: Path, library: Path, **variables: str) -> tuple[dict[s
     return result, done.stderr
 
 
-def test_the_loader_sets_the_safe_workaround_before_jax_loads_the_library(tmp_path: Path, standin_library: Path) -> None:
+def test_the_loader_sets_the_safe_workaround_before_jax_loads_it(tmp_path: Path, standin_library: Path) -> None:
     result, log = _loader_run(tmp_path, standin_library)
     assert result["before"] == dict.fromkeys(result["before"])  # nothing set by the caller
     assert result["at_load"] == {
