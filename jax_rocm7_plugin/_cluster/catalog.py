@@ -32,6 +32,7 @@ ClusterFindingId = Literal[
     "cluster-coordinator-loopback",
     "cluster-shm-too-small",
     "cluster-open-files-low",
+    "cluster-known-issue",
     "cluster-internal-error",
 ]
 CLUSTER_FINDING_IDS: tuple[ClusterFindingId, ...] = get_args(ClusterFindingId)
@@ -45,6 +46,7 @@ class ClusterFinding(NamedTuple):
     processes: tuple[int, ...] = ()
     hosts: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
+    known_issue: str | None = None  # the known_issues.json entry, for cluster-known-issue
 
     @property
     def is_problem(self) -> bool:
@@ -60,6 +62,7 @@ class ClusterFinding(NamedTuple):
             "processes": list(self.processes),
             "hosts": list(self.hosts),
             "evidence": list(self.evidence),
+            **({"known_issue": self.known_issue} if self.known_issue is not None else {}),
         }
 
 
@@ -89,6 +92,19 @@ def mismatch(
 ) -> ClusterFinding:
     """A finding about some processes and hosts of the job (every id but the three above)."""
     return ClusterFinding(finding_id, severity, summary, fix, processes, hosts, evidence)
+
+
+def known_issue(
+    entry: str,
+    severity: Severity,
+    summary: str,
+    fix: str,
+    processes: tuple[int, ...],
+    hosts: tuple[str, ...],
+    evidence: tuple[str, ...],
+) -> ClusterFinding:
+    """A public bug of jobs spanning hosts that these processes' versions have (_policy/known_issues.json)."""
+    return ClusterFinding("cluster-known-issue", severity, summary, fix, processes, hosts, evidence, entry)
 
 
 def internal_error(error: BaseException, host: str) -> ClusterFinding:

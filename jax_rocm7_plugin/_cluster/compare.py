@@ -17,7 +17,8 @@ from jax_rocm7_plugin._cluster.record import ProcessRecord
 from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
-from jax_rocm7_plugin._policy import cluster_policy
+from jax_rocm7_plugin._policy import cluster_policy, known_issues
+from jax_rocm7_plugin._policy.known_issues import Situation
 
 K = TypeVar("K", bound=Hashable)
 Records = Mapping[int, ProcessRecord]
@@ -42,6 +43,7 @@ def compare(records: Records) -> list[ClusterFinding]:
         _shm,
         _open_files,
         _environment,
+        _known_issues,
     ):
         found.extend(check(records, hosts))
     return found
@@ -196,16 +198,26 @@ def _host_groups(
     return groups
 
 
+def _used_architectures(record: ProcessRecord) -> tuple[str, ...]:
+    """The gfx targets of the GPUs this process would use (every GPU of its host where that is unknown)."""
+    used = record.used_gpus
+    gfx = {g.node: g.gfx or "unknown" for g in record.gpus}
+    nodes = used if used is not None else tuple(gfx)
+    return tuple(sorted({gfx.get(n, "unknown") for n in nodes}))
+
+
 def _gpu_arch(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """Per process, by the GPUs it uses: two processes of one host on GPUs of different models disagree too."""
     return _differs(
         records,
-        _host_groups(records, hosts, lambda r: tuple(sorted({g.gfx or "unknown" for g in r.gpus}))),
+        _group(records, _used_architectures),
         lambda k: ", ".join(k) or "no GPU",
         (
             "cluster-gpu-arch-mismatch",
             "error",
-            "GPU architectures differ across hosts: {groups}",
-            "run the job on hosts of one GPU model (Slurm: --constraint or a partition of one model)",
+            "GPU architectures differ across the job's processes: {groups}",
+            "run the job on GPUs of one model (Slurm: --constraint or a partition of one model; on a host with "
+            "mixed GPUs, ROCR_VISIBLE_DEVICES or --local-device-ids to the GPUs of one model)",
         ),
     )
 
@@ -504,3 +516,49 @@ def _environment(records: Records, hosts: dict[str, list[int]]) -> list[ClusterF
             tuple(differing[:32]),
         )
     ]
+
+
+def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """Known issues of jobs that span hosts (_policy/known_issues.json), matched per process from its record."""
+    if len(hosts) < 2:
+        return []
+    hit: dict[str, tuple[known_issues.KnownIssue, list[int], set[str]]] = {}
+    for pid in sorted(records):
+        for match in known_issues.matches(_situation(records[pid], len(hosts)), multi_host=True):
+            issue, processes, evidence = hit.setdefault(match.issue.id, (match.issue, [], set()))
+            processes.append(pid)
+            evidence.update(match.evidence)
+    found = []
+    for issue, processes, evidence in hit.values():
+        concerned, names = _concerns(records, processes)
+        fixed = issue.fixed_text()
+        found.append(
+            catalog.known_issue(
+                issue.id,
+                issue.severity,
+                f"{issue.title} ({issue.sources[0]}): {processes_phrase(concerned)} on {hosts_phrase(names)}",
+                f"{issue.workaround.text}{f' ({fixed})' if fixed and fixed not in issue.workaround.text else ''}",
+                concerned,
+                names,
+                tuple(sorted(evidence)),
+            )
+        )
+    return found
+
+
+def _situation(record: ProcessRecord, host_count: int) -> Situation:
+    """What known issues depend on, as one process's record states it."""
+    versions = dict(record.versions)
+    pjrt = versions.get(PJRT_DISTRIBUTION) or versions.get(PLUGIN_DISTRIBUTION)
+    used = record.used_gpus
+    gfx = {g.node: g.gfx for g in record.gpus}
+    nodes = used if used is not None else record.visible
+    return Situation(
+        rocm=record.rocm.version if record.rocm is not None else None,
+        release=".".join((pjrt or "").split(".")[:3]) or None,
+        jaxlib=versions.get("jaxlib"),
+        gfx=tuple(g for g in (gfx.get(n) for n in nodes) if g),
+        gpu_count=len(nodes) if record.ok else 0,
+        hosts=host_count,
+        environment=record.environment,
+    )

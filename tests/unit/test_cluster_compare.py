@@ -36,8 +36,10 @@ def test_a_consistent_job_has_no_findings() -> None:
 def test_512_processes_read_as_a_few_lines() -> None:
     odd_rocm = RocmFact("7.1.1", "/opt/rocm", "/opt/rocm")
     records = job(512, {p: {"rocm": odd_rocm} for p in range(136, 144)})
-    (finding,) = compare(records)
+    finding, bug = compare(records)
     assert finding.id == "cluster-rocm-mismatch" and finding.processes == tuple(range(136, 144))
+    # ROCm 7.1.1 on MI300X across hosts also has a known RCCL slowdown (ROCm/legacy-rocm-build#5717).
+    assert bug.known_issue == "rccl-7.1.1-pollara-alltoall-slow" and bug.processes == tuple(range(136, 144))
     assert finding.hosts == ("gpu-17",)
     assert finding.summary.endswith(
         "ROCm 7.2.0 (/opt/rocm) on 63 hosts (processes 0-135, 144-511); "
@@ -192,3 +194,25 @@ def test_the_coordinators_view_of_who_never_joined() -> None:
     )
     assert coordinator_view(log) == (5, 8, (3,))
     assert coordinator_view("nothing useful") == (None, None, ())
+
+
+def test_processes_of_one_host_on_gpus_of_different_models_are_compared() -> None:
+    """A host with MI300X and MI210 side by side: processes 0-3 use the gfx942s, 4-7 the gfx90as."""
+    mixed = tuple(GpuFact(n + 1, "gfx942" if n < 4 else "gfx90a", None, None) for n in range(PER_HOST))
+    records = job(16, {p: {"gpus": mixed} for p in range(16)})
+    found = {f.id: f for f in compare(records)}
+    arch = found["cluster-gpu-arch-mismatch"]
+    assert set(arch.processes) == {4, 5, 6, 7, 12, 13, 14, 15} or set(arch.processes) == {0, 1, 2, 3, 8, 9, 10, 11}
+    assert "gfx90a" in arch.summary and "gfx942" in arch.summary
+
+
+def test_a_multi_host_known_issue_is_a_cluster_finding_with_its_entry() -> None:
+    rocm714 = RocmFact("7.14.0", "/opt/rocm", "/opt/rocm")
+    records = job(16, {p: {"rocm": rocm714} for p in range(16)})
+    (finding,) = compare(records)
+    assert finding.id == "cluster-known-issue" and finding.known_issue == "rccl-7.14-multinode-large-message-slow"
+    assert finding.severity == "info" and finding.processes == tuple(range(16)) and len(finding.hosts) == 2
+    assert "ROCm/TheRock/issues/7903" in finding.summary and "FAULT_INJECTION=OFF" in finding.fix
+    assert finding.to_json()["known_issue"] == "rccl-7.14-multinode-large-message-slow"
+    one_host = {p: r for p, r in records.items() if r.host == records[0].host}
+    assert compare(one_host) == []
