@@ -47,6 +47,7 @@ FindingId = Literal[
     "cuda-plugin-present",
     "jax-platforms-excludes-rocm",
     "visible-devices-hide-all",
+    "visible-devices-index-invalid",
     "cuda-visible-devices-set",
     "shm-too-small",
     "xla-client-env-invalid",
@@ -389,6 +390,11 @@ def visible_devices_hide_all(gpu_count: int, evidence: tuple[str, ...]) -> Findi
         f"{max(gpu_count - 1, 0)}), e.g. HIP_VISIBLE_DEVICES=0; ROCR_VISIBLE_DEVICES also takes GPU-<uuid>",
         evidence,
     )
+
+
+def visible_devices_index_invalid(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """HIP's device-selection variables name indices past the list ROCr left; HIP ignores them and what follows."""
+    return Finding("visible-devices-index-invalid", "warning", summary, fix, evidence)
 
 
 def cuda_visible_devices_set(evidence: tuple[str, ...]) -> Finding:

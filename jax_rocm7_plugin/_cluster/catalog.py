@@ -23,6 +23,7 @@ ClusterFindingId = Literal[
     "cluster-gpu-arch-mismatch",
     "cluster-gpu-count-mismatch",
     "cluster-device-ids-invalid",
+    "cluster-visible-devices-invalid",
     "cluster-gpu-shared",
     "cluster-gpus-not-partitioned",
     "cluster-too-many-local-processes",

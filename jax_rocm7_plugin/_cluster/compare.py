@@ -37,6 +37,7 @@ def compare(records: Records) -> list[ClusterFinding]:
         _gpu_arch,
         _gpu_count,
         _gpu_use,
+        _visibility,
         _socket_ifname,
         _coordinator,
         _rdma,
@@ -562,3 +563,47 @@ def _situation(record: ProcessRecord, host_count: int) -> Situation:
         hosts=host_count,
         environment=record.environment,
     )
+
+
+def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """Processes whose HIP_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL) index past the GPUs their
+    ROCR_VISIBLE_DEVICES leaves (a launcher's ROCR_VISIBLE_DEVICES plus HIP_VISIBLE_DEVICES=$LOCAL_RANK): the
+    doctor's rule (_machine.visibility), applied to each record."""
+    from jax_rocm7_plugin._machine.visibility import index_finding, index_problems
+    from jax_rocm7_plugin._settings import CUDA_VISIBLE, GPU_ORDINAL, HIP_VISIBLE, ROCR_VISIBLE, DeviceSelection
+
+    bad: dict[int, ClusterFinding] = {}
+    for pid, record in records.items():
+        environment = dict(record.environment)
+        devices = DeviceSelection(
+            environment.get(ROCR_VISIBLE),
+            environment.get(HIP_VISIBLE),
+            environment.get(CUDA_VISIBLE),
+            environment.get(GPU_ORDINAL),
+        )
+        ids = [_unique_id(g.unique_id) for g in record.gpus]
+        finding = index_finding(index_problems(devices, ids), len(record.gpus), devices.rocr)
+        if finding is not None:
+            bad[pid] = catalog.mismatch(
+                "cluster-visible-devices-invalid", "warning", finding.summary, finding.fix, (pid,), (record.host,)
+            )
+    if not bad:
+        return []
+    first = bad[min(bad)]
+    processes, names = _concerns(records, list(bad))
+    summary = f"{processes_phrase(processes)} on {hosts_phrase(names)}: {first.summary}" + (
+        " (the first; the others alike)" if len(bad) > 1 else ""
+    )
+    evidence = tuple(f"process {pid}: {bad[pid].summary}" for pid in sorted(bad)[:3])
+    rule: ClusterFindingId = "cluster-visible-devices-invalid"
+    return [catalog.mismatch(rule, "warning", summary, first.fix, processes, names, evidence)]
+
+
+def _unique_id(text: str | None) -> int | None:
+    """The KFD unique_id of "GPU-<16 hex digits>" (as records and ROCR_VISIBLE_DEVICES write it)."""
+    if text is None or not text.upper().startswith("GPU-"):
+        return None
+    try:
+        return int(text[4:], 16)
+    except ValueError:
+        return None

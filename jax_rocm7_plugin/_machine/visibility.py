@@ -106,6 +106,69 @@ def hip_view(devices: DeviceSelection, gpus: Sequence[KfdNode]) -> HipView:
     )
 
 
+class IndexProblem(NamedTuple):
+    """A HIP-level variable with indices past the GPUs ROCR_VISIBLE_DEVICES leaves."""
+
+    variable: str
+    value: str
+    bad: tuple[str, ...]  # its entries that select no GPU
+    indexes: int  # how many GPUs its indices count (what ROCr left)
+    meant: str | None  # the value that selects the machine's GPUs these entries name, where ROCr left them
+
+
+def index_problems(devices: DeviceSelection, unique_ids: Sequence[int | None]) -> list[IndexProblem]:
+    """HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES) and GPU_DEVICE_ORDINAL count the GPUs that
+    ROCR_VISIBLE_DEVICES leaves, not the machine's: name the entries that point past that list, and where the
+    user evidently counted the machine's GPUs (the index is a machine GPU ROCr left), the value that selects it.
+    `unique_ids`: each GPU of the machine's unique_id (None where the topology has none)."""
+    rocr = list(range(len(unique_ids)))
+    if devices.rocr is not None and devices.rocr.strip():
+        rocr, _ = _select(devices.rocr, unique_ids, uuids=True)
+    hip = (HIP_VISIBLE, devices.hip) if devices.hip is not None else (CUDA_VISIBLE, devices.cuda)
+    found = []
+    for variable, value in (hip, (GPU_ORDINAL, devices.ordinal)):
+        if value is None or not value.strip() or value.strip() == "-1":
+            continue  # unset, or hiding every GPU on purpose (visible-devices-hide-all says so)
+        tokens = [t.strip() for t in value.split(",")]
+        bad = [t for t in tokens if not (t.lstrip("-").isdigit() and 0 <= int(t) < len(rocr))]
+        if not bad:
+            continue
+        meant = None
+        if devices.rocr is not None and all(t.isdigit() and int(t) in rocr for t in tokens):
+            meant = f"{variable}={','.join(str(rocr.index(int(t))) for t in tokens)}"
+        found.append(IndexProblem(variable, value, tuple(bad), len(rocr), meant))
+    return found
+
+
+def index_finding(problems: Sequence[IndexProblem], machine_gpus: int, rocr: str | None) -> Finding | None:
+    """visible-devices-index-invalid for `problems` (None when there are none)."""
+    if not problems:
+        return None
+    first = problems[0]
+    left = f"the {first.indexes} GPU(s) ROCR_VISIBLE_DEVICES={rocr!r} leaves" if rocr is not None else None
+    counted = left or f"the machine's {machine_gpus} GPU(s)"
+    summary = (
+        f"{first.variable}={first.value!r} names {', '.join(first.bad)}, but its indices count {counted} "
+        f"(0-{max(first.indexes - 1, 0)}): HIP ignores {'that entry' if len(first.bad) == 1 else 'those entries'} "
+        "and everything after the first"
+    )
+    if first.meant is not None:
+        fix = (
+            f"to use the machine's GPU(s) {first.value} that ROCR_VISIBLE_DEVICES keeps, set {first.meant} with "
+            f"ROCR_VISIBLE_DEVICES={rocr}; or unset ROCR_VISIBLE_DEVICES and keep {first.variable}={first.value}"
+        )
+    elif rocr is not None:
+        fix = f"count from 0 within what ROCR_VISIBLE_DEVICES={rocr} leaves, or add those GPUs to ROCR_VISIBLE_DEVICES"
+    else:
+        fix = f"use indices 0-{max(machine_gpus - 1, 0)} (this machine's GPUs in KFD order)"
+    evidence = tuple(
+        f"{p.variable}={p.value!r}: {', '.join(p.bad)} past {p.indexes} GPU(s)"
+        + (f"; meant: {p.meant}" if p.meant else "")
+        for p in problems
+    )
+    return catalog.visible_devices_index_invalid(summary, fix, (*evidence, f"KFD topology: {machine_gpus} GPU(s)"))
+
+
 def visible_device_findings(
     devices: DeviceSelection, gpus: Sequence[KfdNode], view: HipView | None = None
 ) -> list[Finding]:
@@ -114,12 +177,19 @@ def visible_device_findings(
         return []
     found: list[Finding] = []
     selections = (view or hip_view(devices, gpus)).selections
+    problems = index_problems(devices, [g.properties.get("unique_id") for g in gpus])
     if selections and selections[-1].visible == 0:
         evidence = tuple(
             f"{s.variable}={s.value!r} leaves {s.visible} of the GPUs" + (f" ({s.note})" if s.note else "")
             for s in selections
         )
-        found.append(catalog.visible_devices_hide_all(len(gpus), (*evidence, f"KFD topology: {len(gpus)} GPU(s)")))
+        meant = tuple(f"meant: {p.meant} with ROCR_VISIBLE_DEVICES={devices.rocr}" for p in problems if p.meant)
+        found.append(
+            catalog.visible_devices_hide_all(len(gpus), (*evidence, *meant, f"KFD topology: {len(gpus)} GPU(s)"))
+        )
+    else:
+        index = index_finding(problems, len(gpus), devices.rocr)
+        found.extend([index] if index is not None else [])
     if devices.cuda is not None:
         shadowed = " (HIP_VISIBLE_DEVICES is also set and wins)" if devices.hip is not None else ""
         found.append(catalog.cuda_visible_devices_set((f"CUDA_VISIBLE_DEVICES={devices.cuda!r}{shadowed}",)))

@@ -153,6 +153,7 @@ NEVER_BLOCKING = {
     "custom-calls-unavailable",
     "extension-module-unavailable",
     "apu-vram-carveout-small",
+    "visible-devices-index-invalid",
     "known-issue",  # the doctor's, from the pipeline's facts after the checks (test_known_issues.py)
 }
 

@@ -216,3 +216,22 @@ def test_a_multi_host_known_issue_is_a_cluster_finding_with_its_entry() -> None:
     assert finding.to_json()["known_issue"] == "rccl-7.14-multinode-large-message-slow"
     one_host = {p: r for p, r in records.items() if r.host == records[0].host}
     assert compare(one_host) == []
+
+
+def test_hip_visible_devices_past_what_the_launcher_left() -> None:
+    """Slurm's gres gives each task ROCR_VISIBLE_DEVICES=<its GPU>; a script adds HIP_VISIBLE_DEVICES=$SLURM_LOCALID:
+    on every task but the first of a host that index points past the one GPU ROCr left."""
+    odd = {
+        p: {
+            "environment": (
+                ("NCCL_SOCKET_IFNAME", "eth"),
+                ("ROCR_VISIBLE_DEVICES", str(p % PER_HOST)),
+                ("HIP_VISIBLE_DEVICES", str(p % PER_HOST)),
+            )
+        }
+        for p in range(16)
+    }
+    found = {f.id: f for f in compare(job(16, odd))}
+    visible = found["cluster-visible-devices-invalid"]
+    assert visible.processes == (*range(1, 8), *range(9, 16)) and visible.severity == "warning"
+    assert "HIP_VISIBLE_DEVICES=0" in visible.fix

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.topology import KfdNode
 from jax_rocm7_plugin._machine.visibility import visible_device_findings, visible_selection
 from jax_rocm7_plugin._settings import DeviceSelection, platforms_findings, read_settings, xla_client_problems
@@ -58,6 +59,43 @@ def test_hide_all(environ: dict[str, str]) -> None:
     found = visible_device_findings(devices(environ), GPUS)
     assert [f.id for f in found] == ["visible-devices-hide-all"] and found[0].severity == "error"
     assert any(next(iter(environ)) in line for line in found[0].evidence)
+
+
+EIGHT = [KfdNode(i + 1, {"simd_count": 304, "unique_id": 0x2000 + i}) for i in range(8)]
+
+
+def _index_finding(environ: dict[str, str]) -> Finding | None:
+    found = visible_device_findings(devices(environ), EIGHT)
+    return next((f for f in found if f.id in ("visible-devices-index-invalid", "visible-devices-hide-all")), None)
+
+
+def test_hip_indices_count_what_rocr_leaves_and_the_value_meant_is_given() -> None:
+    """ROCR_VISIBLE_DEVICES=4,5,6,7 with HIP_VISIBLE_DEVICES=4,5 (counting the machine's GPUs): every entry is
+    past the 4 GPUs ROCr leaves, so HIP gets none; the user meant HIP_VISIBLE_DEVICES=0,1."""
+    hidden = _index_finding({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "4,5"})
+    assert hidden is not None and hidden.id == "visible-devices-hide-all"
+    assert "meant: HIP_VISIBLE_DEVICES=0,1 with ROCR_VISIBLE_DEVICES=4,5,6,7" in hidden.evidence
+
+
+def test_an_index_past_rocrs_list_is_named_when_others_remain() -> None:
+    found = _index_finding({"ROCR_VISIBLE_DEVICES": "2,3,4,5", "HIP_VISIBLE_DEVICES": "3,5"})
+    assert found is not None and found.id == "visible-devices-index-invalid" and found.severity == "warning"
+    assert "names 5" in found.summary and "(0-3)" in found.summary
+    assert "HIP_VISIBLE_DEVICES=1,3" in found.fix and "unset ROCR_VISIBLE_DEVICES" in found.fix
+
+
+def test_an_index_past_the_machine_without_rocr() -> None:
+    found = _index_finding({"HIP_VISIBLE_DEVICES": "0,9"})
+    assert found is not None and found.id == "visible-devices-index-invalid"
+    assert "the machine's 8 GPU(s)" in found.summary and "0-7" in found.fix
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [{}, {"HIP_VISIBLE_DEVICES": "7,0"}, {"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "1"}],
+)
+def test_valid_indices_say_nothing(environ: dict[str, str]) -> None:
+    assert _index_finding(environ) is None
 
 
 def test_cuda_visible_devices_on_an_amd_machine() -> None:
