@@ -35,6 +35,7 @@ FindingId = Literal[
     "hsa-override-gfx-version",
     "rocm-not-found",
     "rocm-major-mismatch",
+    "rocm-older-than-library",
     "rocm-path-mismatch",
     "library-dependency-missing",
     "pjrt-wheel-missing",
@@ -354,6 +355,11 @@ def rocm_major_mismatch(evidence: tuple[str, ...]) -> Finding:
         _INSTALL_ROCM + " (it can sit beside the other version in /opt/rocm-7.x.y)",
         evidence,
     )
+
+
+def rocm_older_than_library(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """The ROCm the library loads is of its major but older than the release it was built against."""
+    return Finding("rocm-older-than-library", "warning", summary, fix, evidence)
 
 
 def gpu_arch_not_in_library(severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:

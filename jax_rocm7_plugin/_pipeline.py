@@ -258,9 +258,13 @@ def _runtime_findings(
 
 def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
     from jax_rocm7_plugin._machine.runtime import runtime_state
+    from jax_rocm7_plugin._policy import releases
+    from jax_rocm7_plugin.version import JAX_RELEASE
 
     library, settings = facts.library, facts.settings
     needed = library.dynamic.needed if library is not None and library.dynamic is not None else None
+    release = _release_of(library.pjrt_version if library is not None else None) or JAX_RELEASE
+    row = releases.get(release)
     return runtime_state(
         library.path if library is not None else None,
         needed,
@@ -268,6 +272,7 @@ def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
         settings.sysroot,
         settings.rocm_path,
         settings.ld_library_path,
+        (release, row.rocm_version) if row is not None else None,
     )
 
 

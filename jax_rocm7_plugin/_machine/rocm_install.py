@@ -20,7 +20,13 @@ from pathlib import Path
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
-from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._names import (
+    HIP_RUNTIME_PREFIX,
+    JAX_EXTRA_REQUIREMENT,
+    PIP_ROCM_DISTRIBUTION,
+    PIP_ROCM_PACKAGE,
+    ROCM_MAJOR,
+)
 from jax_rocm7_plugin._record import NamedTuple
 
 HIP_RUNTIME_GLOB = f"{HIP_RUNTIME_PREFIX}*"
@@ -174,3 +180,33 @@ def layout(directory: Path | None) -> str | None:
     if (directory / "amdgcn").is_dir() or (directory / "llvm").is_dir():
         return "amd"
     return "therock" if (directory / "lib" / "llvm").is_dir() else None
+
+
+def older_rocm_findings(install: RocmInstall | None, release: str, built_for: str | None) -> list[Finding]:
+    """rocm-older-than-library: the install the library loads is of its ROCm major but older than the ROCm the
+    release's library was built with (releases.json): symbols and fixes it expects may be missing. The fix names
+    the newest release of the table built for this ROCm or an older one."""
+    from jax_rocm7_plugin._policy import releases
+    from jax_rocm7_plugin._policy.known_issues import version_tuple
+
+    have = version_tuple(install.version) if install is not None else None
+    want = version_tuple(built_for)
+    if install is None or have is None or want is None or have[0] != want[0] or have >= want:
+        return []
+    fitting = next(
+        (row for row in releases.table() if (v := version_tuple(row.rocm_version)) is not None and v <= have), None
+    )
+    alternative = (
+        f", or use jax {fitting.release}, whose library is built for ROCm {fitting.rocm_version}: pip install "
+        f'"{JAX_EXTRA_REQUIREMENT}=={fitting.release}"'
+        if fitting is not None
+        else ""
+    )
+    return [
+        catalog.rocm_older_than_library(
+            f"the PJRT library of jax {release} is built for ROCm {built_for}, but the ROCm it loads is older "
+            f"({install.version}, {install.location}): functions and fixes it expects may be missing",
+            f"install ROCm {built_for} or later{alternative}",
+            (install.describe(), f"releases.json: {release} built for ROCm {built_for}"),
+        )
+    ]

@@ -14,7 +14,13 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
 from jax_rocm7_plugin._machine.native_modules import lost
-from jax_rocm7_plugin._machine.rocm_install import RocmInstall, find_rocm_installs, rocm_findings
+from jax_rocm7_plugin._machine.rocm_install import (
+    RocmInstall,
+    find_rocm_installs,
+    loaded_install,
+    older_rocm_findings,
+    rocm_findings,
+)
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, HIP_SONAME, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -39,9 +45,11 @@ def runtime_state(
     root: Path,
     rocm_path: str | None,
     ld_library_path: Sequence[str],
+    release: tuple[str, str | None] | None = None,
 ) -> RuntimeState:
     """`needed`: the library's DT_NEEDED names (None when unknown); ROCm is judged only if it needs HIP.
-    `rocm_path` and `ld_library_path` as in Settings."""
+    `rocm_path` and `ld_library_path` as in Settings. `release`: the library's jax release and the ROCm
+    version its library was built with (releases.json), for rocm-older-than-library."""
     conf_dirs = ld_so_conf_dirs(root)
     installs = find_rocm_installs(root, rocm_path, search_dirs(ld_library_path, conf_dirs))
     found: list[Finding] = []
@@ -52,6 +60,9 @@ def runtime_state(
         dependencies = resolve_dependencies([library], root, ld_library_path, conf_dirs=conf_dirs)
         found.extend(dependency_findings(dependencies, installs))
         found.extend(rocm_path_findings(rocm_path, dependencies, root))
+        if release is not None and needed is not None and any(n.startswith(HIP_RUNTIME_PREFIX) for n in needed):
+            install = loaded_install(installs, dependencies.found.get(HIP_SONAME))
+            found.extend(older_rocm_findings(install, *release))
     modules = tuple(
         ExtensionState(
             path.stem,

@@ -19,7 +19,7 @@ GFX1031, GFX1100, GFX1151, GFX906 = 100301, 110000, 110501, 90006
 
 
 def ids(report: Report) -> list[str]:
-    """The findings' ids, known issues left out: the default machine's ROCm 7.0.2 has some, and they have their
+    """The findings' ids, known issues left out: the default machine's ROCm 7.2.0 has some, and they have their
     own tests (tests/integration/test_known_issues.py) on machines rebuilt from each entry's thread."""
     return [f.id for f in report.findings if f.id != "known-issue"]
 
@@ -69,11 +69,11 @@ def test_rocm_major_mismatch(tmp_path: Path, build: Path) -> None:
 
 def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None:
     root = make_sysroot(tmp_path / "root")
-    home = add_rocm(root, build, link=False)  # /opt/rocm-7.0.2 only: RUNPATH /opt/rocm/lib misses it
+    home = add_rocm(root, build, link=False)  # /opt/rocm-7.2.0 only: RUNPATH /opt/rocm/lib misses it
     report = diagnose({}, root, library_of(build))
     assert ids(report) == ["library-dependency-missing"]
     assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
-    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.0.2/lib"}, root, library_of(build)).ok
+    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.2.0/lib"}, root, library_of(build)).ok
 
 
 def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path, build: Path) -> None:
@@ -258,3 +258,19 @@ def test_hide_fix_counts_within_rocr_selection(tmp_path: Path, build: Path) -> N
     report = diagnose({"ROCR_VISIBLE_DEVICES": "1,2"}, healthy(tmp_path, build, gpus), library_of(build))
     uncovered = finding(report, "gpu-arch-not-in-library")
     assert uncovered.severity == "warning" and uncovered.fix == "hide it from HIP: HIP_VISIBLE_DEVICES=1"
+
+
+def test_rocm_older_than_the_library_was_built_for(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.12.0's library is built for ROCm 7.14.0 (releases.json); on ROCm 7.2.1 the doctor says so, and names
+    the release whose library fits (0.10.2, built for 7.2.0)."""
+    monkeypatch.setattr("jax_rocm7_plugin.version.JAX_RELEASE", "0.12.0")
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.2.1")
+    older = finding(diagnose({}, root, library_of(build)), "rocm-older-than-library")
+    assert older.severity == "warning" and "built for ROCm 7.14.0" in older.summary and "7.2.1-56" in older.summary
+    assert older.fix.startswith("install ROCm 7.14.0 or later") and '"jax[rocm7-local]==0.10.2"' in older.fix
+    newer = make_sysroot(tmp_path / "newer")
+    add_rocm(newer, build, "7.14.0")
+    assert "rocm-older-than-library" not in ids(diagnose({}, newer, library_of(build)))

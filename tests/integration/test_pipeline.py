@@ -154,6 +154,7 @@ NEVER_BLOCKING = {
     "extension-module-unavailable",
     "apu-vram-carveout-small",
     "visible-devices-index-invalid",
+    "rocm-older-than-library",
     "known-issue",  # the doctor's, from the pipeline's facts after the checks (test_known_issues.py)
 }
 

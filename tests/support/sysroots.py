@@ -126,7 +126,7 @@ def library_of(build: Path) -> Path:
 def add_rocm(
     root: Path,
     build: Path,
-    version: str = "7.0.2",
+    version: str = "7.2.0",
     *,
     link: bool = True,
     soname: str = HIP_RUNTIME,
