@@ -25,6 +25,7 @@ _SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 FindingId = Literal[
     "amdgpu-driver-missing",
+    "other-vendor-gpu",
     "kfd-device-missing",
     "render-node-missing",
     "kfd-permission-denied",
@@ -128,6 +129,17 @@ def amdgpu_driver_missing(evidence: tuple[str, ...]) -> Finding:
         "no AMD GPU driver: the KFD topology is absent and the amdgpu kernel module is not loaded",
         "install the amdgpu driver (amdgpu-dkms from AMD's ROCm repository) and reboot; in a "
         f"container, run on a host that has it and pass {_CONTAINER_DEVICES}",
+        evidence,
+    )
+
+
+def other_vendor_gpu(evidence: tuple[str, ...]) -> Finding:
+    return Finding(
+        "other-vendor-gpu",
+        "error",
+        "this is an NVIDIA GPU machine (NVIDIA's driver is loaded, AMD's is not): it has no AMD GPU for ROCm",
+        f"jax runs on the NVIDIA GPUs with jax-cuda*-plugin; remove the ROCm pair it does not need (pip uninstall "
+        f"{PLUGIN_DISTRIBUTION} {PJRT_DISTRIBUTION}), or leave it: jax goes on without ROCm",
         evidence,
     )
 

@@ -41,6 +41,7 @@ class MachineState(NamedTuple):
     kfd: DeviceNode
     wsl_dxg: bool
     gpus: tuple[GpuState, ...]
+    other_vendor: str | None = None  # where no AMD driver is: evidence of another vendor's GPU driver (NVIDIA's)
 
     @property
     def usable_gpus(self) -> tuple[GpuState, ...]:
@@ -66,6 +67,12 @@ def _device_node(path: Path) -> DeviceNode:
 
 def probe_machine(root: Path) -> MachineState:
     topology = read_topology(root)
+    amdgpu = os.path.isdir(host_path(root, AMDGPU_MODULE))
+    other = None
+    if not topology.present and not amdgpu:  # no AMD driver at all: is this another vendor's GPU machine?
+        from jax_rocm7_plugin._machine.driver import nvidia_driver
+
+        other = nvidia_driver(root)
     gpus = []
     for node in topology.gpus:
         minor = node.drm_render_minor
@@ -74,10 +81,11 @@ def probe_machine(root: Path) -> MachineState:
     return MachineState(
         root=root,
         topology=topology,
-        amdgpu_module_loaded=os.path.isdir(host_path(root, AMDGPU_MODULE)),
+        amdgpu_module_loaded=amdgpu,
         kfd=_device_node(host_path(root, KFD_DEVICE)),
         wsl_dxg=os.path.exists(host_path(root, DXG_DEVICE)),
         gpus=tuple(gpus),
+        other_vendor=other,
     )
 
 
@@ -106,6 +114,8 @@ def machine_findings(state: MachineState) -> list[Finding]:
     topo_dir = host_path(state.root, TOPOLOGY_DIR)
     problems = state.topology.problems
     if not state.topology.present:
+        if not state.amdgpu_module_loaded and state.other_vendor is not None:
+            return [catalog.other_vendor_gpu((state.other_vendor, f"{topo_dir} does not exist", *problems))]
         if not state.amdgpu_module_loaded:
             module_dir = host_path(state.root, AMDGPU_MODULE)
             return [

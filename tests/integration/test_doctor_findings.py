@@ -274,3 +274,14 @@ def test_rocm_older_than_the_library_was_built_for(
     newer = make_sysroot(tmp_path / "newer")
     add_rocm(newer, build, "7.14.0")
     assert "rocm-older-than-library" not in ids(diagnose({}, newer, library_of(build)))
+
+
+def test_an_nvidia_machine_is_told_it_is_one(tmp_path: Path) -> None:
+    """Both pairs installed on an NVIDIA host: not 'install the amdgpu driver', but what this machine is."""
+    root = make_sysroot(tmp_path / "root", topology=False, amdgpu_module=False, kfd=False, render_nodes=False)
+    (root / "sys" / "module" / "nvidia").mkdir(parents=True)
+    report = diagnose({}, root)
+    other = finding(report, "other-vendor-gpu")
+    assert ids(report)[0] == "other-vendor-gpu" and "amdgpu-driver-missing" not in ids(report)
+    assert "NVIDIA" in other.summary and "pip uninstall jax-rocm7-plugin jax-rocm7-pjrt" in other.fix
+    assert any("/sys/module/nvidia exists" in e for e in other.evidence)

@@ -89,9 +89,18 @@ def _rocm6(case: Case) -> None:
     (case.root / "opt" / "rocm" / "lib" / hip6.name).write_bytes(hip6.read_bytes())
 
 
+def _nvidia(case: Case) -> None:
+    """An NVIDIA host with both pairs installed: NVIDIA's driver banner, no amdgpu, no KFD."""
+    make_sysroot(case.root, topology=False, amdgpu_module=False, kfd=False, render_nodes=False)
+    (case.root / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    banner = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n"
+    (case.root / "proc" / "driver" / "nvidia" / "version").write_text(banner)
+
+
 # Each blocking id: how to make a machine where it is the first error.
 SCENARIOS: dict[str, Callable[[Case], object]] = {
     "amdgpu-driver-missing": _no_driver,
+    "other-vendor-gpu": _nvidia,
     "no-gpu-nodes": lambda c: c.gpu_machine([]),
     "kfd-device-missing": lambda c: c.gpu_machine(kfd=False),
     "render-node-missing": lambda c: c.gpu_machine(render_nodes=False),
