@@ -2,8 +2,10 @@
 
 Format: `/sys/class/kfd/kfd/topology/nodes/<N>/mem_banks/<M>/properties`, `key value` lines like the
 node's own; `heap_type` 0 is system memory (a CPU node's), 1 and 2 are the GPU's frame buffer (public,
-private), `size_in_bytes` its size. An APU's GPU node also has CPU cores (`cpu_cores_count` > 0); its
-frame buffer is the VRAM carve-out the firmware sets aside from system memory.
+private), `size_in_bytes` its size. An APU is told by its processor (gfx1151, gfx1103 ... are made only as
+APUs), by its PCI device id where the processor is also a discrete GPU (MI300A), or, on older APUs, by CPU
+cores on the GPU's node (_policy/gfx_targets.apu_kind); a consumer APU's frame buffer is the VRAM carve-out
+the firmware sets aside from system memory (MI300A has none: its HBM is the system memory).
 
 The rule behind the warning (doctor only; the loader never reads this): XLA's GPU allocator takes
 device memory with hipMalloc and sizes its pool from what the runtime reports, which on an APU is
@@ -20,6 +22,7 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, KfdNode, Topology, read_properties
+from jax_rocm7_plugin._policy.gfx_targets import apu_kind
 from jax_rocm7_plugin._record import NamedTuple
 
 HEAP_SYSTEM = 0
@@ -32,8 +35,9 @@ MAX_BANKS = 64
 class GpuMemory(NamedTuple):
     node_index: int
     vram_bytes: int | None  # its frame buffer banks; None when KFD lists none
-    apu: bool  # the GPU shares the CPU's memory; vram_bytes is the firmware's carve-out
+    apu: bool  # the GPU shares the CPU's memory
     system_bytes: int | None  # the machine's system memory (CPU nodes' banks, else /proc/meminfo)
+    carve_out: bool = False  # an APU whose vram_bytes is the firmware's carve-out
 
 
 def _banks(root: Path, node: KfdNode) -> list[dict[str, int]]:
@@ -71,7 +75,10 @@ def gpu_memory(root: Path, topology: Topology) -> list[GpuMemory]:
     for node in topology.gpus:
         frame_buffer = [b for b in _banks(root, node) if b.get("heap_type") in FRAME_BUFFER_HEAPS]
         vram = sum(b.get("size_in_bytes", 0) for b in frame_buffer) if frame_buffer else None
-        found.append(GpuMemory(node.index, vram, node.properties.get("cpu_cores_count", 0) > 0, system))
+        apu, carve_out = apu_kind(
+            node.gfx_target, node.properties.get("device_id"), node.properties.get("cpu_cores_count", 0)
+        )
+        found.append(GpuMemory(node.index, vram, apu, system, carve_out))
     return found
 
 
@@ -80,7 +87,7 @@ def memory_findings(memories: list[GpuMemory]) -> list[Finding]:
     small = [
         m
         for m in memories
-        if m.apu and m.vram_bytes and m.system_bytes and m.vram_bytes < SMALL_CARVE_OUT_SHARE * m.system_bytes
+        if m.carve_out and m.vram_bytes and m.system_bytes and m.vram_bytes < SMALL_CARVE_OUT_SHARE * m.system_bytes
     ]
     if not small:
         return []
@@ -94,7 +101,7 @@ def memory_findings(memories: list[GpuMemory]) -> list[Finding]:
             "programs run out of memory",
             tuple(
                 f"KFD node {m.node_index}: frame buffer {gib(m.vram_bytes or 0)}, system memory "
-                f"{gib(m.system_bytes or 0)} (APU: the node has CPU cores)"
+                f"{gib(m.system_bytes or 0)} (APU)"
                 for m in small
             ),
         )

@@ -60,6 +60,18 @@ PRODUCTS: dict[str, str] = {
     "gfx1201": "Radeon RX 9070/9070 XT/9070 GRE, Radeon AI Pro R9700",
 }
 
+# Processors made only as APUs (the GPU shares the CPU's memory; its VRAM is a carve-out the firmware sets
+# aside): LLVM's processor table marks these "APU". On current APUs KFD lists the GPU as a node of its own
+# with no CPU cores (a Strix Halo's rocminfo in ROCm/TheRock#4578: agent 2, gfx1151, is the GPU alone), so
+# the node's cpu_cores_count does not tell.
+APU_PROCESSORS = frozenset(
+    {"gfx902", "gfx909", "gfx90c", "gfx1013", "gfx1033", "gfx1035", "gfx1036", "gfx1103", "gfx1150", "gfx1151",
+     "gfx1152", "gfx1153"}
+)  # fmt: skip
+# APUs among processors that are also discrete GPUs, by PCI device id (KFD's `device_id`; names as libdrm's
+# amdgpu.ids gives them), and whether the firmware carves VRAM out: MI300A's HBM is the system memory itself.
+APU_DEVICE_IDS: dict[int, tuple[str, bool]] = {0x74A0: ("Instinct MI300A", False)}
+
 # EF_AMDGPU_MACH (the low byte of an AMDGPU code object's e_flags) -> processor: LLVM's
 # llvm/include/llvm/BinaryFormat/ELF.h and AMDGPUUsage's "AMDGPU ELF Header" table, checked 2026-11.
 # 0x04b was gfx941 and 0x040 gfx940 (both retired in LLVM; old code objects still carry them).
@@ -79,6 +91,15 @@ ELF_MACHS: dict[int, str] = {
 
 # HSA_OVERRIDE_GFX_VERSION: X.Y.Z (a pattern, compiled by `re` on the first use: rarely set).
 _OVERRIDE = r"(\d{1,2})\.(\d{1,2})\.(\d{1,2})"
+
+
+def apu_kind(target: str | None, device_id: int | None, cpu_cores: int) -> tuple[bool, bool]:
+    """(is an APU, has a VRAM carve-out) for a KFD GPU node: its processor, PCI device id and CPU cores (older APUs
+    list the CPU cores on the GPU's node)."""
+    if device_id is not None and device_id in APU_DEVICE_IDS:
+        return True, APU_DEVICE_IDS[device_id][1]
+    apu = cpu_cores > 0 or (target is not None and target in APU_PROCESSORS)
+    return apu, apu
 
 
 def family_of(target: str) -> str | None:

@@ -47,7 +47,8 @@ class Gpu:
     drm_render_minor: int | None = 128
     capability: int = 0  # KFD capability bits (0x80000: SRAM ECC supported and on)
     vram_bytes: int = 192 * 1024**3  # its frame buffer bank (an APU's: the VRAM carve-out)
-    apu: bool = False  # a GPU node with CPU cores, as KFD lists an APU
+    apu: bool = False  # a GPU node with CPU cores, as KFD lists older APUs (current ones: a node of its own)
+    device_id: int = 0x74A1  # PCI device id (MI300X; MI300A is 0x74A0)
 
 
 def properties_text(gpu: Gpu | None) -> str:
@@ -59,7 +60,7 @@ def properties_text(gpu: Gpu | None) -> str:
         "mem_banks_count 1",
         f"gfx_target_version {gpu.gfx_target_version}",
         "vendor_id 4098",
-        "device_id 29857",
+        f"device_id {gpu.device_id}",
         "local_mem_size 205822885888",
         f"capability {gpu.capability}",
     ]
