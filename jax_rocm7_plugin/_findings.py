@@ -39,6 +39,7 @@ FindingId = Literal[
     "rocm-older-than-library",
     "rocm-path-mismatch",
     "library-dependency-missing",
+    "library-dependency-preloaded",
     "pjrt-wheel-missing",
     "pjrt-library-invalid",
     "pjrt-c-api-mismatch",
@@ -227,13 +228,29 @@ def pjrt_library_invalid(summary: str, evidence: tuple[str, ...]) -> Finding:
     )
 
 
-def library_dependency_missing(summary: str, evidence: tuple[str, ...]) -> Finding:
+def library_dependency_missing(summary: str, evidence: tuple[str, ...], fix: str | None = None) -> Finding:
+    """`fix`: where the doctor knows better than the general one (the package that provides a system library)."""
     return Finding(
         "library-dependency-missing",
         "error",
         summary,
-        f"install {ROCM} (AMD's packages into /opt/rocm, or pip install "
+        fix
+        or f"install {ROCM} (AMD's packages into /opt/rocm, or pip install "
         f'"{_PIP_ROCM}") or add its lib directory to LD_LIBRARY_PATH',
+        evidence,
+    )
+
+
+def library_dependency_preloaded(names: list[str], directories: list[str], evidence: tuple[str, ...]) -> Finding:
+    """The libraries the PJRT library needs are in the ROCm install's private directory its RUNPATH misses: the
+    loader loads them from there by absolute path first, so the library loads."""
+    where = " and ".join(directories)
+    return Finding(
+        "library-dependency-preloaded",
+        "warning",
+        f"the PJRT library needs {', '.join(names)}, which its RUNPATH does not reach; they are in {where}, "
+        "so the loader loads them from there first",
+        f"nothing to do; to not depend on it, export LD_LIBRARY_PATH={':'.join(directories)}:$LD_LIBRARY_PATH",
         evidence,
     )
 

@@ -49,6 +49,9 @@ class Plan(NamedTuple):
     warnings: tuple[Finding, ...] = ()
     environment_changes: tuple[str, ...] = ()
     workarounds: tuple[str, ...] = ()  # "<known issue>: NAME=value, ..." set before the library loads in-process
+    preload: tuple[
+        str, ...
+    ] = ()  # libraries to load by absolute path before the PJRT library (its RUNPATH misses them)
 
 
 def rocm_required(platforms: str | None) -> bool:
@@ -86,6 +89,7 @@ def plan_registration(settings: Settings, *, apply_environment: bool = False, lo
         warnings=tuple(warnings),
         environment_changes=tuple(changes),
         workarounds=workarounds,
+        preload=tuple(str(p) for p in facts.runtime.preload) if facts.runtime is not None else (),
     )
 
 
@@ -200,6 +204,16 @@ def _register(plan: Plan, platforms: str | None) -> None:
     from jax._src import xla_bridge
     from jaxlib import xla_client
 
+    if plan.preload:  # the child's load test loaded the same ones first, and then the library loaded
+        import ctypes
+
+        try:
+            for path in plan.preload:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            _report_unavailable(catalog.library_dependency_missing(str(error), plan.preload), platforms)
+            return
+        logger.debug("loaded %s before the PJRT library (its RUNPATH does not reach them)", ", ".join(plan.preload))
     try:
         c_api = xla_bridge.register_plugin(
             BACKEND, priority=PRIORITY, library_path=plan.library_path, options=plan.options

@@ -230,20 +230,32 @@ def _runtime_findings(
         facts.runtime = _runtime_state(facts, native_modules())
         yield from facts.runtime.findings
         dependencies = facts.runtime.dependencies
-        if library is None or dependencies is None or dependencies.missing:
+        if library is None or dependencies is None or (dependencies.missing and not facts.runtime.preload):
             return
     elif library is None or not load:
         return
     # In a child process first: a library that dies while loading must not take `import jax` with it.
-    facts.verdict = (kept or {}).get(library.path) or load_test.probe(library.path, "pjrt", settings)
+    preload = facts.runtime.preload if facts.runtime is not None else ()
+    facts.verdict = (kept or {}).get(library.path) or load_test.probe(library.path, "pjrt", settings, preload=preload)
     refused = load_test.verdict_finding(library.path, facts.verdict)
     if refused is not None:
         yield refused
         return
     if facts.verdict.loaded or thorough:
         return
-    # A dependency is missing: name the root cause (no ROCm 7), else every missing library.
+    # A dependency is missing: name the root cause (no ROCm 7), else every missing library; where they are all
+    # in a ROCm 7 install's private directory, load them from there first (as the doctor does) and go on.
     facts.runtime = _runtime_state(facts, [])
+    if facts.runtime.preload:
+        facts.verdict = load_test.probe(library.path, "pjrt", settings, preload=facts.runtime.preload)
+        refused = load_test.verdict_finding(library.path, facts.verdict)
+        yield from facts.runtime.findings
+        if refused is not None:
+            yield refused
+            return
+        if facts.verdict.loaded:
+            return
+        facts.runtime = facts.runtime._replace(preload=())
     yield from facts.runtime.findings
     if not any(f.blocks_rocm for f in facts.runtime.findings):
         from jax_rocm7_plugin._binary import pjrt_api

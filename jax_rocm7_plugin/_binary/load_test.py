@@ -192,9 +192,11 @@ def probe(
 
     `kind`: "pjrt" or "module". The child gets `settings.load_timeout` seconds; past
     NOTICE_AFTER_SECONDS it says once on stderr what is being waited for. `preload`: libraries
-    the child loads first (the doctor's deep probe: the HIP runtime it found), never cached.
+    the child loads first (the doctor's deep probe: the HIP runtime it found; the loader: libraries of a ROCm
+    install's private directory the library's RUNPATH misses); they are part of the verdict's key.
     """
-    key = _identity(path, kind, settings.load_identity) if use_cache and not preload else None
+    identity = (*settings.load_identity, *(f"preload={p}" for p in preload))
+    key = _identity(path, kind, identity) if use_cache else None
     if key is not None:
         cached = _read_cached(settings.cache_dir, key)
         if cached is not None:

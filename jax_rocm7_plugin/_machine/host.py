@@ -31,3 +31,20 @@ def open_files_limit() -> tuple[int | None, int | None]:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return (None if soft == resource.RLIM_INFINITY else soft, None if hard == resource.RLIM_INFINITY else hard)
+
+
+def os_release_ids(root: Path) -> tuple[str, ...]:
+    """/etc/os-release's ID, then its ID_LIKE words (os-release(5)), lower case; () where there is none."""
+    from jax_rocm7_plugin._safe_io import read_text
+
+    for name in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            text = read_text(host_path(root, name), 64 * 1024)
+        except (OSError, ValueError):
+            continue
+        values = {}
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip("\"'").lower()
+        return tuple(filter(None, [values.get("ID", ""), *values.get("ID_LIKE", "").split()]))
+    return ()

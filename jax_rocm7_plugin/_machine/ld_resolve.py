@@ -22,8 +22,9 @@ import glob
 import itertools
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._binary.process_maps import mapped_objects
@@ -57,10 +58,23 @@ class DependencyReport(NamedTuple):
     found: dict[str, Path]  # soname -> where the loader would take it from
     missing: tuple[Missing, ...]
     unreadable: tuple[str, ...]  # objects found but not readable as ELF
+    needed_by: Mapping[str, str] = MappingProxyType({})  # path of each object found -> the object needing it first
 
     @property
     def missing_names(self) -> list[str]:
         return sorted({m.name for m in self.missing})
+
+    def chain(self, missing: Missing, top: str | None = None) -> str:
+        """ "libdw.so.1, needed by librocprofiler-sdk.so.1, needed by <top>": who needs a missing library, up to
+        the object the walk started from (called `top` where given, else its file name)."""
+        links = [missing.name]
+        path, seen = missing.needed_by, set()
+        while path in self.needed_by and path not in seen:
+            seen.add(path)
+            links.append(os.path.basename(path))
+            path = self.needed_by[path]
+        links.append(top or os.path.basename(path))
+        return ", needed by ".join(links)
 
 
 def ld_so_conf_dirs(root: Path) -> list[str]:
@@ -182,6 +196,7 @@ def resolve_dependencies(
         preloaded=loaded_in_this_process() if preloaded is None else preloaded,
     )
     found: dict[str, Path] = {}
+    needed_by: dict[str, str] = {}
     missing: list[Missing] = []
     unreadable: list[str] = []
     seen_paths: set[Path] = set()
@@ -208,5 +223,6 @@ def resolve_dependencies(
                 missing.append(Missing(name, str(path)))
                 continue
             found[name] = resolved
+            needed_by.setdefault(str(resolved), str(path))
             queue.append((resolved, rpath_chain))
-    return DependencyReport(found, tuple(missing), tuple(unreadable))
+    return DependencyReport(found, tuple(missing), tuple(unreadable), needed_by)

@@ -22,6 +22,7 @@ from jax_rocm7_plugin._machine.rocm_install import (
     rocm_findings,
 )
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, HIP_SONAME, ROCM_MAJOR
+from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 from jax_rocm7_plugin._record import NamedTuple
 
 
@@ -36,6 +37,9 @@ class RuntimeState(NamedTuple):
     dependencies: DependencyReport | None  # None when there is no library to resolve
     findings: list[Finding]
     extensions: tuple[ExtensionState, ...] = ()
+    # Libraries to load by absolute path before the PJRT library: what it needs from a ROCm 7 install's private
+    # directory (lib/rocm_sysdeps/lib) its RUNPATH misses, when with them nothing else is missing.
+    preload: tuple[Path, ...] = ()
 
 
 def runtime_state(
@@ -56,9 +60,14 @@ def runtime_state(
     if needed is None or any(name.startswith(HIP_RUNTIME_PREFIX) for name in needed):
         found.extend(rocm_findings(installs, rocm_path))
     dependencies = None
+    preload: tuple[Path, ...] = ()
     if library is not None:
         dependencies = resolve_dependencies([library], root, ld_library_path, conf_dirs=conf_dirs)
-        found.extend(dependency_findings(dependencies, installs))
+        preload = private_preload(dependencies, installs, library, root, ld_library_path, conf_dirs)
+        if preload:
+            found.append(preload_finding(dependencies, preload, root))
+        else:
+            found.extend(dependency_findings(dependencies, installs, root))
         found.extend(rocm_path_findings(rocm_path, dependencies, root))
         if release is not None and needed is not None and any(n.startswith(HIP_RUNTIME_PREFIX) for n in needed):
             install = loaded_install(installs, dependencies.found.get(HIP_SONAME))
@@ -72,7 +81,49 @@ def runtime_state(
         for path in extensions
     )
     found.extend(extension_findings(modules))
-    return RuntimeState(installs, dependencies, found, modules)
+    return RuntimeState(installs, dependencies, found, modules, preload)
+
+
+def private_preload(
+    report: DependencyReport,
+    installs: list[RocmInstall],
+    library: Path,
+    root: Path,
+    ld_library_path: Sequence[str],
+    conf_dirs: Sequence[str],
+) -> tuple[Path, ...]:
+    """The libraries to load first so that `library` loads: each missing name taken from a ROCm 7 install's own
+    library directories (where ROCm >= 7.14 keeps librocm_sysdeps_*), provided that with them loaded nothing in
+    the closure is missing any more; () otherwise. In the order they are named."""
+    if not report.missing:
+        return ()
+    from jax_rocm7_plugin._policy.rocm_policy import private_library_dirs
+
+    private = tuple(f"/{d}" for d in private_library_dirs())
+    folders = [d for i in installs if i.major == ROCM_MAJOR for d in i.library_dirs if str(d).endswith(private)]
+    chosen: dict[str, Path] = {}
+    for name in report.missing_names:
+        home = next((d / name for d in folders if (d / name).is_file()), None)
+        if home is None:
+            return ()
+        chosen[name] = home
+    from jax_rocm7_plugin._machine.ld_resolve import loaded_in_this_process
+
+    again = resolve_dependencies(
+        [*chosen.values(), library],
+        root,
+        ld_library_path,
+        preloaded=loaded_in_this_process() | frozenset(chosen),
+        conf_dirs=conf_dirs,
+    )
+    return tuple(chosen.values()) if not again.missing else ()
+
+
+def preload_finding(report: DependencyReport, preload: tuple[Path, ...], root: Path) -> Finding:
+    """library-dependency-preloaded, naming the folders as the machine knows them (outside any sysroot)."""
+    directories = list(dict.fromkeys(_machine_path(p.parent, root) for p in preload))
+    evidence = tuple(report.chain(m, "the PJRT library") for m in report.missing)
+    return catalog.library_dependency_preloaded([p.name for p in preload], directories, evidence)
 
 
 def extension_findings(modules: Sequence[ExtensionState]) -> list[Finding]:
@@ -86,11 +137,15 @@ def extension_findings(modules: Sequence[ExtensionState]) -> list[Finding]:
     ]
 
 
-def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -> list[Finding]:
+def dependency_findings(
+    report: DependencyReport, installs: list[RocmInstall], root: Path | None = None
+) -> list[Finding]:
+    """library-dependency-missing with each missing name's chain up to the PJRT library; where every missing
+    name is a system library with a known package on this distribution (os-release), the fix installs it."""
     if not report.missing:
         return []
     names = report.missing_names
-    evidence = [f"{m.name} (needed by {m.needed_by})" for m in report.missing]
+    evidence = [report.chain(m, "the PJRT library") for m in report.missing]
     # A ROCm 7 that holds missing libraries where the loader does not look (its lib directory off the
     # path, or lib/rocm_sysdeps/lib, which the library's RUNPATH may not name): say where they are.
     for install in installs:
@@ -104,7 +159,14 @@ def dependency_findings(report: DependencyReport, installs: list[RocmInstall]) -
                 )
     plural = "y" if len(names) == 1 else "ies"
     summary = f"the dynamic loader cannot find {len(names)} librar{plural} the PJRT library needs: {', '.join(names)}"
-    return [catalog.library_dependency_missing(summary, tuple(evidence))]
+    fix = None
+    if root is not None and not any(is_rocm_library(n) for n in names):
+        from jax_rocm7_plugin._machine.host import os_release_ids
+        from jax_rocm7_plugin._policy.system_packages import install_command
+
+        command = install_command(names, os_release_ids(root))
+        fix = f"install the system package(s) that provide them: {command}" if command else None
+    return [catalog.library_dependency_missing(summary, tuple(evidence), fix)]
 
 
 def rocm_path_findings(rocm_path: str | None, report: DependencyReport, root: Path) -> list[Finding]:
@@ -115,3 +177,17 @@ def rocm_path_findings(rocm_path: str | None, report: DependencyReport, root: Pa
     if runtime.resolve().is_relative_to(chosen):
         return []
     return [catalog.rocm_path_mismatch((f"ROCM_PATH={rocm_path}", f"{HIP_SONAME} resolves to {runtime}"))]
+
+
+def _machine_path(path: Path, root: Path) -> str:
+    """`path` as the machine it lies on names it: without the sysroot's prefix, and through /opt/rocm where that
+    link leads to it (what users put on LD_LIBRARY_PATH)."""
+    import os
+
+    text = str(path)
+    if str(root) != "/" and path.is_relative_to(root):
+        text = "/" + os.path.relpath(path, root)
+    rocm = root / "opt" / "rocm"
+    if rocm.is_symlink() and path.resolve().is_relative_to(rocm.resolve()):
+        text = "/opt/rocm/" + os.path.relpath(path.resolve(), rocm.resolve())
+    return text

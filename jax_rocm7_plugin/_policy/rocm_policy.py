@@ -43,6 +43,11 @@ def library_dirs() -> tuple[str, ...]:
     return tuple(_policy()["library_dirs"])
 
 
+def private_library_dirs() -> tuple[str, ...]:
+    """Directories of a ROCm root that hold the system libraries it ships for itself ("lib/rocm_sysdeps/lib")."""
+    return tuple(_policy()["private_library_dirs"])
+
+
 def bitcode_dirs() -> tuple[str, ...]:
     """Directories of a ROCm root that may hold its device bitcode (BITCODE_FILE ...), most specific first."""
     return tuple(_policy()["bitcode_dirs"])

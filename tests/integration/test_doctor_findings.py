@@ -11,6 +11,7 @@ import pytest
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
 from tests.support.inprocess import doctor as diagnose
+from tests.support.inprocess import loader_plan
 from tests.support.native import HIP_RUNTIME, compile_shared, pjrt_library_with_code_for
 from tests.support.starlark import PJRT_RUNPATH
 from tests.support.sysroots import LIBRARY_TARGETS, Gpu, add_rocm, bundle_for, library_of, make_sysroot
@@ -94,14 +95,13 @@ def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path,
     root = make_sysroot(tmp_path / "root")
     add_rocm(root, build, "7.14.0", sysdeps=[numa])
     report = diagnose({}, root, library)
-    assert ids(report) == ["library-dependency-missing"]
-    missing = finding(report, "library-dependency-missing")
-    assert "librocm_sysdeps_numa.so.1" in missing.summary
-    sysdeps_dir = root / "opt" / "rocm" / "lib" / "rocm_sysdeps" / "lib"
-    assert f"/opt/rocm has librocm_sysdeps_numa.so.1 in {sysdeps_dir}: add that directory to LD_LIBRARY_PATH" in (
-        missing.evidence
-    )
-    assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm/lib/rocm_sysdeps/lib"}, root, library).ok
+    # The loader loads it from the install's private directory first (the child's load test with it, then jax).
+    assert report.ok and ids(report) == ["library-dependency-preloaded"]
+    preloaded = finding(report, "library-dependency-preloaded")
+    assert "librocm_sysdeps_numa.so.1" in preloaded.summary and " /opt/rocm/lib/rocm_sysdeps/lib," in preloaded.summary
+    assert "LD_LIBRARY_PATH=/opt/rocm/lib/rocm_sysdeps/lib:$LD_LIBRARY_PATH" in preloaded.fix
+    assert preloaded.evidence == ("librocm_sysdeps_numa.so.1, needed by the PJRT library",)
+    assert ids(diagnose({"LD_LIBRARY_PATH": "/opt/rocm/lib/rocm_sysdeps/lib"}, root, library)) == []
     ours = pjrt_library_with_code_for(
         tmp_path / "ours", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent], runpath=PJRT_RUNPATH
     )
@@ -285,3 +285,66 @@ def test_an_nvidia_machine_is_told_it_is_one(tmp_path: Path) -> None:
     assert ids(report)[0] == "other-vendor-gpu" and "amdgpu-driver-missing" not in ids(report)
     assert "NVIDIA" in other.summary and "pip uninstall jax-rocm7-plugin jax-rocm7-pjrt" in other.fix
     assert any("/sys/module/nvidia exists" in e for e in other.evidence)
+
+
+def test_the_loader_preloads_private_system_libraries_and_the_library_loads(tmp_path: Path, build: Path) -> None:
+    """The loader, for real: its child load test fails (librocm_sysdeps_numa.so.1 is not on the library's
+    RUNPATH), the walk finds it in ROCm 7.14's lib/rocm_sysdeps/lib, and a second child load with it loaded
+    first by absolute path succeeds; the plan carries it for the in-process load. (The library finds its HIP
+    runtime through a RUNPATH to the fake build, which this host can load; the sysroot has the same runtime.)"""
+    numa = compile_shared(
+        tmp_path / "sysdeps",
+        "sysdeps_numa",
+        "int rocm_sysdeps_numa_probe(void) { return 0; }\n",
+        flags=["-Wl,-soname,librocm_sysdeps_numa.so.1"],
+        output_name="librocm_sysdeps_numa.so.1",
+    )
+    hip_dir = build / "hip"
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib",
+        bundle_for(LIBRARY_TARGETS),
+        hip_dir=hip_dir,
+        runpath=(str(hip_dir), "/opt/rocm/lib"),
+        needs=[numa.name],
+        link_dirs=[numa.parent],
+    )
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.14.0", sysdeps=[numa])
+    plan = loader_plan({"XDG_CACHE_HOME": str(tmp_path / "cache")}, root, library)
+    sysdeps = root / "opt" / "rocm" / "lib" / "rocm_sysdeps" / "lib" / numa.name
+    assert not isinstance(plan, Finding), plan
+    assert plan.preload == (str(sysdeps),) and [w.id for w in plan.warnings].count("library-dependency-preloaded") == 1
+    assert plan.c_api_version is not None  # the second child load reached GetPjrtApi
+
+
+def test_a_missing_system_library_is_named_with_its_chain_and_package(tmp_path: Path, build: Path) -> None:
+    """The PJRT library needs libmid.so (in the sysroot's ROCm lib), which needs libdw.so.1 that the machine lacks:
+    the evidence names the chain, and on Ubuntu the fix is the apt package (_policy/system_packages.json)."""
+    stubs = tmp_path / "stubs"  # libdw.so.1 exists only to link against; the machine never gets it
+    compile_shared(
+        stubs, "dw", "int dwarf_begin(void) { return 0; }\n", flags=["-Wl,-soname,libdw.so.1"], output_name="libdw.so.1"
+    )
+    mid = compile_shared(
+        tmp_path / "mid",
+        "mid",
+        "int dwarf_begin(void);\nint mid(void) { return dwarf_begin(); }\n",
+        libs=[":libdw.so.1"],
+        link_dirs=[stubs],
+        flags=["-Wl,--no-as-needed"],
+    )
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=build / "hip", needs=[mid.name], link_dirs=[mid.parent]
+    )
+    root = make_sysroot(tmp_path / "root")
+    home = add_rocm(root, build, "7.2.0")
+    shutil.copy(mid, home / "lib" / mid.name)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc" / "os-release").write_text('NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
+    missing = finding(diagnose({}, root, library), "library-dependency-missing")
+    assert "libdw.so.1" in missing.summary
+    assert "libdw.so.1, needed by libmid.so, needed by the PJRT library" in missing.evidence
+    assert missing.fix == "install the system package(s) that provide them: sudo apt-get install libdw1"
+    (root / "etc" / "os-release").write_text('ID="rocky"\nID_LIKE="rhel centos fedora"\n')
+    assert finding(diagnose({}, root, library), "library-dependency-missing").fix.endswith(
+        "sudo dnf install elfutils-libs"
+    )
