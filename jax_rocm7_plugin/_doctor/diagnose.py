@@ -67,6 +67,8 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tup
             first = run_first_jit(_child_environment(settings))
             first_jit = first.to_json()
             found.extend(jit_findings(first))
+            if first.ok:
+                found = [withdrawn_by_first_jit(f) for f in found]
     report = Report(
         findings=tuple(most_severe_first(found)),
         sysroot=str(settings.sysroot),
@@ -238,6 +240,26 @@ def _deep(facts: Facts) -> tuple[dict[str, object], list[Finding]]:
         found.extend([refused] if refused is not None else [])
     probe = run_probe(runtime, pjrt)
     return {"probed": True, **probe.to_json()}, [*deep_findings(probe), *found]
+
+
+# Effects a first jit that compiled and ran disproves on this machine: predictions of the doctor's plain checks.
+_DISPROVED_KNOWN_EFFECTS = ("hang-at-start", "no-gpu")
+
+
+def withdrawn_by_first_jit(finding: Finding) -> Finding:
+    """A prediction the first jit disproved, reworded as what was seen (info): device-bitcode-missing (XLA found
+    what it links with after all), and known issues that say the start hangs or no GPU is seen."""
+    if finding.id == "device-bitcode-missing":
+        seen = "--deep's first jit compiled and ran, so this library found what it links kernels with here"
+        return finding._replace(severity="info", summary=f"{finding.summary}; but {seen}", fix="nothing to do")
+    if finding.known_issue is not None and finding.severity != "info":
+        from jax_rocm7_plugin._policy.known_issues import entries
+
+        issue = next((e for e in entries() if e.id == finding.known_issue), None)
+        if issue is not None and issue.effect_kind in _DISPROVED_KNOWN_EFFECTS:
+            seen = "--deep's first jit started the backend and ran, so it did not happen in this run"
+            return finding._replace(severity="info", summary=f"{finding.summary}; {seen}")
+    return finding
 
 
 def _merge_same_ids(found: list[Finding]) -> list[Finding]:

@@ -304,3 +304,21 @@ def test_the_loader_sets_nothing_when_workarounds_are_off(tmp_path: Path, standi
     result, log = _loader_run(tmp_path, standin_library, JAX_ROCM_WORKAROUNDS="0")
     assert set(result["at_load"].values()) == {None}
     assert "avoiding known issues" not in log
+
+
+def test_a_first_jit_that_ran_withdraws_what_it_disproves() -> None:
+    """--deep's first jit ran: 'the start hangs' (gfx950's known issue) and 'no bitcode' were predictions, and the
+    report rewords them as what was seen instead of contradicting itself."""
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._doctor.diagnose import withdrawn_by_first_jit
+
+    hang = catalog.known_issue("gfx950-init-hang-comgr-namespace", "warning", "a hang (src)", "set it", ("GPU gfx950",))
+    seen = withdrawn_by_first_jit(hang)
+    assert seen.severity == "info" and "did not happen in this run" in seen.summary
+    crash = catalog.known_issue("miopen-7.2-conv-segfault", "warning", "a crash (src)", "rebuild", ("ROCm 7.2.2",))
+    assert withdrawn_by_first_jit(crash) == crash  # a jitted matmul says nothing about convolutions
+    bitcode = catalog.device_bitcode_missing(("no ocml.bc",), "ROCm's device bitcode is not where XLA looks")
+    assert (
+        withdrawn_by_first_jit(bitcode).severity == "info"
+        and "first jit compiled" in withdrawn_by_first_jit(bitcode).summary
+    )
