@@ -14,6 +14,13 @@ from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
 
 EVIDENCE_LINES = 3  # per entry, unless verbose
+# Findings that follow from one cause and add nothing to its fix: without --verbose they fold into the cause's
+# entry as one line (--json keeps every finding). No ROCm 7 at all: every ROCm library the PJRT library and
+# the extension modules need is missing for that one reason.
+CONSEQUENCES: dict[str, tuple[str, ...]] = {
+    "rocm-not-found": ("library-dependency-missing", "extension-module-unavailable"),
+    "rocm-major-mismatch": ("library-dependency-missing", "extension-module-unavailable"),
+}
 
 
 def group_findings(findings: Iterable[Finding]) -> list[list[Finding]]:
@@ -22,6 +29,30 @@ def group_findings(findings: Iterable[Finding]) -> list[list[Finding]]:
     for finding in findings:
         groups.setdefault((finding.id, finding.fix), []).append(finding)
     return list(groups.values())
+
+
+def fold(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
+    """The findings to show, and per cause the consequences folded into it (CONSEQUENCES)."""
+    found = list(findings)
+    present = {f.id for f in found}
+    causes = {c: CONSEQUENCES[c] for c in present if c in CONSEQUENCES}
+    folded: dict[str, list[Finding]] = {}
+    shown = []
+    for finding in found:
+        cause = next((c for c, follows in causes.items() if finding.id in follows), None)
+        if cause is None:
+            shown.append(finding)
+        else:
+            folded.setdefault(cause, []).append(finding)
+    return shown, folded
+
+
+def _folded_line(folded: list[Finding]) -> str:
+    libraries = sum(f.summary.count(", ") + 1 for f in folded if f.id == "library-dependency-missing")
+    modules = sum(1 for f in folded if f.id == "extension-module-unavailable")
+    parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
+    parts += [f"{modules} extension module(s) jax imports"] if modules else []
+    return f"      also missing for this reason: {' and '.join(parts)} (--verbose lists them)"
 
 
 def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:
@@ -48,8 +79,11 @@ def render_text(report: Report, *, verbose: bool = False) -> str:
     else:
         verdict = "ROCm backend: unavailable; jax will use CPU"
     lines = [verdict]
-    for group in group_findings(report.findings):
+    shown, folded = (list(report.findings), {}) if verbose else fold(report.findings)
+    for group in group_findings(shown):
         lines.extend(_entry(group, verbose))
+        if group[0].id in folded:
+            lines.append(_folded_line(folded[group[0].id]))
     for gpu in report.gpus:
         product = f" {gpu.product}" if gpu.product else ""
         memory = ""

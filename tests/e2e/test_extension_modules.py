@@ -156,6 +156,22 @@ def test_on_a_machine_without_a_gpu_the_doctor_fits_one_screen(env: ModulesEnv, 
     assert lost >= 2 and text.count("      - ") >= lost, text  # in the text: one entry listing them
 
 
+def test_the_published_pair_on_a_machine_without_a_gpu_reads_short(
+    env: ModulesEnv, published_library: Path, tmp_path: Path
+) -> None:
+    """The released library NEEDs a dozen ROCm libraries and the modules eight more: with no ROCm at all they are
+    consequences of one cause, one line under rocm-not-found; --json keeps each finding."""
+    doctor = env.python.parent / "jax-rocm-doctor"
+    plain = clean_env(JAX_ROCM_SYSROOT=str(tmp_path), JAX_ROCM_PJRT_LIBRARY=str(published_library))
+    text = subprocess.run([str(doctor)], capture_output=True, text=True, env=plain).stdout
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) <= 30, text
+    assert "library-dependency-missing" not in text and "also missing for this reason: " in text, text
+    report = json.loads(subprocess.run([str(doctor), "--json"], capture_output=True, text=True, env=plain).stdout)
+    ids = [f["id"] for f in report["findings"]]
+    assert "rocm-not-found" in ids and "library-dependency-missing" in ids
+
+
 @pytest.fixture
 def published_library(env: ModulesEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The release's published xla_rocm_plugin.so, taken from the wheel `released` builds use (cached)."""

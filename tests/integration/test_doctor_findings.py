@@ -348,3 +348,14 @@ def test_a_missing_system_library_is_named_with_its_chain_and_package(tmp_path: 
     assert finding(diagnose({}, root, library), "library-dependency-missing").fix.endswith(
         "sudo dnf install elfutils-libs"
     )
+
+
+def test_without_rocm_its_consequences_fold_into_one_line(tmp_path: Path, build: Path) -> None:
+    from jax_rocm7_plugin._doctor.render import render_text
+
+    report = diagnose({}, make_sysroot(tmp_path / "root"), library_of(build))
+    assert ids(report)[:2] == ["rocm-not-found", "library-dependency-missing"]  # --json keeps both
+    text = render_text(report)
+    assert "library-dependency-missing" not in text
+    assert "      also missing for this reason: 1 library the PJRT library needs (--verbose lists them)" in text
+    assert "library-dependency-missing" in render_text(report, verbose=True)
