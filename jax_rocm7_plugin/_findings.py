@@ -345,8 +345,9 @@ def xla_client_env_invalid(message: str, evidence: tuple[str, ...]) -> Finding:
     )
 
 
-def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None) -> Finding:
-    """XLA's compiler will not find what it links kernels with; `summary`: which, where (default: pip ROCm)."""
+def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None, fix: str | None = None) -> Finding:
+    """XLA's compiler will not find what it links kernels with; `summary`: which, where (default: pip ROCm);
+    `fix`: where the doctor found them in a folder the library does not search."""
     if summary is None:
         return Finding(
             "device-bitcode-missing",
@@ -360,8 +361,9 @@ def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None
         "device-bitcode-missing",
         "warning",
         summary,
-        f"install {ROCM}'s device libraries and LLVM (AMD's packages: rocm-device-libs and rocm-llvm; or pip install "
-        f'"{_PIP_ROCM}"), or set HIP_DEVICE_LIB_PATH to an amdgcn/bitcode folder and put ld.lld on PATH',
+        fix
+        or f"install {ROCM}'s device libraries and LLVM (AMD's packages: rocm-device-libs and rocm-llvm; or pip "
+        f'install "{_PIP_ROCM}"), or set HIP_DEVICE_LIB_PATH to an amdgcn/bitcode folder and put ld.lld on PATH',
         evidence,
     )
 

@@ -169,7 +169,9 @@ def _toolchain(facts: Facts, found: list[Finding]) -> list[Finding]:
     row = releases.get(JAX_RELEASE)
     if row is None or facts.runtime is None or any(f.id == "device-bitcode-missing" for f in found):
         return []  # a release the table lacks, no ROCm looked at, or pip ROCm's check has said it
-    return toolchain_findings(row.first_compile, facts.runtime.installs, facts.settings, JAX_RELEASE)
+    pip = facts.pip_rocm  # the loader points HIP_DEVICE_LIB_PATH and PATH at it
+    pip_folders = [p for p in (pip.bitcode_dir, pip.lld_dir) if p is not None] if pip is not None else []
+    return toolchain_findings(row.first_compile, facts.runtime.installs, facts.settings, JAX_RELEASE, pip_folders)
 
 
 def _known_issues(facts: Facts, plugins: PluginInventory) -> list[Finding]:

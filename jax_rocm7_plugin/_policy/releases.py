@@ -44,6 +44,11 @@ class FirstCompile(NamedTuple):
     device_bitcode: bool
     external_ld_lld: bool
     evidence: str
+    # Where that library looks, in its order, as its strings say: "$VARIABLE" (a folder a variable names, or the
+    # folders of PATH), "{rocm}/suffix" (under the ROCm root: ROCM_PATH, else /opt/rocm). Empty: nothing to find.
+    bitcode_search: tuple[str, ...] = ()
+    lld_search: tuple[str, ...] = ()
+    search_evidence: str = ""
 
 
 class Release(NamedTuple):
@@ -94,7 +99,9 @@ def _release(row: dict[str, Any]) -> Release:
         pjrt_c_api_major=row["pjrt_c_api_major"],
         rocm_version=row["rocm"]["version"],
         rocm_evidence=row["rocm"]["evidence"],
-        first_compile=FirstCompile(**row["first_compile"]),
+        first_compile=FirstCompile(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in row["first_compile"].items()}
+        ),
         pjrt=tuple(_artifact(a) for a in row["pjrt"]),
         plugin={tag: _artifact(a) for tag, a in row["plugin"].items()},
     )

@@ -48,6 +48,11 @@ def test_released_wheels_pass_check_for_every_python(row: releases.Release, tmp_
         row.first_compile.device_bitcode,
         row.first_compile.external_ld_lld,
     )
+    # ... and where it looks for them (the doctor checks those places only).
+    assert (tuple(needs["bitcode_search"]), tuple(needs["lld_search"])) == (
+        row.first_compile.bitcode_search,
+        row.first_compile.lld_search,
+    )
     for python in others:
         (other,) = build(
             tmp_path / python, None, "--release", row.release, "--python-version", python, "--only", "plugin"

@@ -72,8 +72,10 @@ def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None
     root = make_sysroot(tmp_path / "root")
     home = add_rocm(root, build, link=False)  # /opt/rocm-7.2.0 only: RUNPATH /opt/rocm/lib misses it
     report = diagnose({}, root, library_of(build))
-    assert ids(report) == ["library-dependency-missing"]
+    # And 0.10.2's library looks for its bitcode under /opt/rocm (or ROCM_PATH), which is not there either.
+    assert ids(report) == ["library-dependency-missing", "device-bitcode-missing"]
     assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
+    assert "HIP_DEVICE_LIB_PATH=/opt/rocm-7.2.0/amdgcn/bitcode" in finding(report, "device-bitcode-missing").fix
     assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.2.0/lib"}, root, library_of(build)).ok
 
 
@@ -112,7 +114,8 @@ def test_rocm_path_mismatch(tmp_path: Path, build: Path) -> None:
     root = healthy(tmp_path, build)
     (root / "opt" / "rocm-6.4.0" / "lib").mkdir(parents=True)
     report = diagnose({"ROCM_PATH": "/opt/rocm-6.4.0"}, root, library_of(build))
-    assert ids(report) == ["rocm-path-mismatch"] and report.ok
+    # ROCM_PATH is also where 0.10.2's library looks for its bitcode and ld.lld: not in that folder.
+    assert ids(report) == ["rocm-path-mismatch", "device-bitcode-missing"] and report.ok
 
 
 @pytest.mark.parametrize(

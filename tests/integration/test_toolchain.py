@@ -80,3 +80,43 @@ def test_a_release_that_links_them_in_needs_nothing(tmp_path: Path, build: Path)
         toolchain_findings(FirstCompile(False, False, "linked in"), installs, read_settings({}, sysroot=root), "0.12.0")
         == []
     )
+
+
+# Where the published 0.10.2 library looks (releases.json, from its strings).
+AS_0_10_2 = FirstCompile(
+    True, True, "test", ("$HIP_DEVICE_LIB_PATH", "{rocm}/amdgcn/bitcode"), ("{rocm}/llvm/bin", "$PATH"), "strings"
+)
+
+
+def test_the_table_records_where_each_release_looks() -> None:
+    row = releases.get("0.10.2")
+    assert row is not None
+    assert (row.first_compile.bitcode_search, row.first_compile.lld_search) == (
+        AS_0_10_2.bitcode_search,
+        AS_0_10_2.lld_search,
+    )
+
+
+def test_therocks_layout_is_where_0_10_2_does_not_look_and_the_fix_says_so(tmp_path: Path, build: Path) -> None:
+    """TheRock's /opt/rocm keeps bitcode and ld.lld under lib/llvm (ROCm/TheRock#4269): the 0.10.2 library does not
+    look there, so its first compile fails; the fix points it at those folders, and with them set it is quiet."""
+    from jax_rocm7_plugin._machine.rocm_install import find_rocm_installs
+
+    root = make_sysroot(tmp_path)
+    home = add_rocm(root, build, toolchain=False)
+    (home / "lib" / "llvm" / "amdgcn" / "bitcode").mkdir(parents=True)
+    (home / "lib" / "llvm" / "amdgcn" / "bitcode" / "ocml.bc").write_bytes(b"BC")
+    (home / "lib" / "llvm" / "bin").mkdir(parents=True)
+    (home / "lib" / "llvm" / "bin" / "ld.lld").write_text("")
+    installs = find_rocm_installs(root, None, [])
+    (finding,) = toolchain_findings(AS_0_10_2, installs, read_settings({}, sysroot=root), "0.10.2")
+    assert "where this machine's ROCm does not keep them" in finding.summary
+    assert "export HIP_DEVICE_LIB_PATH=/opt/rocm/lib/llvm/amdgcn/bitcode" in finding.fix
+    assert "export PATH=/opt/rocm/lib/llvm/bin:$PATH" in finding.fix
+    environ = {"HIP_DEVICE_LIB_PATH": "/opt/rocm/lib/llvm/amdgcn/bitcode", "PATH": "/opt/rocm/lib/llvm/bin:/usr/bin"}
+    assert toolchain_findings(AS_0_10_2, installs, read_settings(environ, sysroot=root), "0.10.2") == []
+    # AMD's layout under ROCM_PATH is where it looks.
+    amd = make_sysroot(tmp_path / "amd")
+    add_rocm(amd, build, "7.2.0", link=False)
+    settings = read_settings({"ROCM_PATH": "/opt/rocm-7.2.0"}, sysroot=amd)
+    assert toolchain_findings(AS_0_10_2, find_rocm_installs(amd, "/opt/rocm-7.2.0", []), settings, "0.10.2") == []
