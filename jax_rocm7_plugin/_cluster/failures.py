@@ -54,20 +54,21 @@ def _where(hosts: tuple[str, ...]) -> str:
 
 def never_joined(
     expected: int, seconds: float, service_log: str, launcher_hosts: dict[int, str] | None
-) -> tuple[ClusterFinding, tuple[int, ...]]:
-    """Process 0: registration did not complete. The finding and the ids known to be missing."""
+) -> tuple[ClusterFinding, tuple[int, ...], int | None]:
+    """Process 0: registration did not complete. The finding, the ids known to be missing, and how many joined
+    as the coordination service counted them (None where its log does not say)."""
     joined, _, missing = coordinator_view(service_log)
     evidence = tuple(line for line in (last_error_line(service_log),) if line)
     if joined is None:
         summary = f"not every one of the {expected} processes joined within {seconds:.0f} s"
-        return catalog.incomplete(summary, START_MISSING, (), (), evidence), ()
+        return catalog.incomplete(summary, START_MISSING, (), (), evidence), (), None
     absent = expected - joined
     named = f": {processes_phrase(missing)}" if missing else ""
     more = f" and {absent - len(missing)} more" if missing and absent > len(missing) else ""
     hosts = _hosts_of(missing, launcher_hosts)
     summary = f"{joined} of {expected} processes joined within {seconds:.0f} s; {absent} never did"
     summary += f"{named}{more}{_where(hosts)}"
-    return catalog.incomplete(summary, START_MISSING, missing, hosts, evidence), missing
+    return catalog.incomplete(summary, START_MISSING, missing, hosts, evidence), missing, joined
 
 
 def did_not_report(

@@ -58,6 +58,7 @@ class _Run:
         self.method: str | None = None
         self.host = "this host"
         self.join_missing: tuple[int, ...] = ()  # process 0: who the coordinator saw never join
+        self.join_count: int | None = None  # process 0: how many it saw join, where joining failed
 
     # --- output -------------------------------------------------------------------------------
 
@@ -83,6 +84,7 @@ class _Run:
             self.coordinator,
             self.method,
             round(time.time() - self.started, 3),
+            self.join_count,
         )
 
     def finish(self, findings: list[ClusterFinding], missing: tuple[int, ...] = ()) -> int:
@@ -351,7 +353,7 @@ class _Run:
         expected = int(self.expected or 0)
         if self.process_id == 0:
             launcher = slurm_hosts(self.environ, expected) if self.method == "slurm" else None
-            finding, missing = failures.never_joined(expected, self.options.timeout, log, launcher)
+            finding, missing, self.join_count = failures.never_joined(expected, self.options.timeout, log, launcher)
             self.join_missing = missing
             return finding
         loopback = is_loopback_host(address.rpartition(":")[0], loopback_names())

@@ -21,6 +21,7 @@ class ClusterReport(NamedTuple):
     coordinator: str | None = None
     method: str | None = None  # how the processes found each other: slurm, ompi, ..., arguments
     elapsed_s: float | None = None
+    joined: int | None = None  # where joining failed: how many the coordination service saw join (its count)
 
     @property
     def exit_code(self) -> int:
@@ -43,6 +44,7 @@ class ClusterReport(NamedTuple):
             "coordinator": self.coordinator,
             "method": self.method,
             "elapsed_s": self.elapsed_s,
+            "joined": self.joined,
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -55,11 +57,17 @@ def render_text(report: ClusterReport) -> str:
     expected = report.processes if report.processes is not None else "?"
     where = f" on {len(report.hosts)} host(s)" if report.hosts else ""
     how = f" via {report.method}" if report.method else ""
+    # Where joining failed nothing was reported, and the one count that means something is the service's: saying
+    # "0 of 4 reported" above "3 of 4 joined" would read as two different counts of who joined.
+    if report.joined is not None and not report.reported:
+        count = f"{report.joined} of {expected} processes joined{where}{how}"
+    else:
+        count = f"{len(report.reported)} of {expected} processes{where} reported{how}"
     if report.exit_code == EXIT_CONSISTENT:
-        head = f"Cluster: consistent: {len(report.reported)} of {expected} processes{where} reported{how}"
+        head = f"Cluster: consistent: {count}"
     else:
         problems = sum(1 for f in report.findings if f.is_problem)
-        head = f"Cluster: {problems} problem(s): {len(report.reported)} of {expected} processes{where} reported{how}"
+        head = f"Cluster: {problems} problem(s): {count}"
     lines = [head]
     for finding in report.findings:
         lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")

@@ -235,3 +235,18 @@ def test_hip_visible_devices_past_what_the_launcher_left() -> None:
     visible = found["cluster-visible-devices-invalid"]
     assert visible.processes == (*range(1, 8), *range(9, 16)) and visible.severity == "warning"
     assert "HIP_VISIBLE_DEVICES=0" in visible.fix
+
+
+def test_a_report_states_one_count_of_who_joined() -> None:
+    """Joining failed: no process reported, and the head gives the coordination service's count, the one the
+    finding gives, instead of '0 of 4 reported' above '3 of 4 joined'."""
+    from jax_rocm7_plugin._cluster.failures import never_joined
+    from jax_rocm7_plugin._cluster.report import ClusterReport, render_json, render_text
+
+    log = "# of tasks that reached the barrier: 3/4.\nSome timed out task names:\n3\n"
+    finding, missing, joined = never_joined(4, 10, log, None)
+    report = ClusterReport(4, (), missing, (), (finding,), "host:1234", "arguments", 10.5, joined)
+    text = render_text(report)
+    assert text.splitlines()[0] == "Cluster: 1 problem(s): 3 of 4 processes joined via arguments"
+    assert "3 of 4 processes joined within 10 s" in text and "0 of 4" not in text
+    assert json.loads(render_json(report))["joined"] == 3
