@@ -79,17 +79,22 @@ def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None
     assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.2.0/lib"}, root, library_of(build)).ok
 
 
-def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path, build: Path) -> None:
-    """ROCm >= 7.14 keeps librocm_sysdeps_* in lib/rocm_sysdeps/lib: a RUNPATH of /opt/rocm/lib alone
-    (the published 0.12.0 library's) misses them; pjrt/BUILD's RUNPATH reaches them."""
-    hip_dir = build / "hip"
-    numa = compile_shared(
-        tmp_path / "sysdeps",
+def sysdeps_numa(directory: Path) -> Path:
+    """A stand-in for TheRock's librocm_sysdeps_numa.so.1 (compiled here, test fixture)."""
+    return compile_shared(
+        directory,
         "sysdeps_numa",
         "int rocm_sysdeps_numa_probe(void) { return 0; }\n",
         flags=["-Wl,-soname,librocm_sysdeps_numa.so.1"],
         output_name="librocm_sysdeps_numa.so.1",
     )
+
+
+def test_rocm_714_system_libraries_outside_the_runpath_are_named(tmp_path: Path, build: Path) -> None:
+    """ROCm >= 7.14 keeps librocm_sysdeps_* in lib/rocm_sysdeps/lib: a RUNPATH of /opt/rocm/lib alone
+    (the published 0.12.0 library's) misses them; pjrt/BUILD's RUNPATH reaches them."""
+    hip_dir = build / "hip"
+    numa = sysdeps_numa(tmp_path / "sysdeps")
     targets = bundle_for(LIBRARY_TARGETS)
     library = pjrt_library_with_code_for(
         tmp_path / "lib", targets, hip_dir=hip_dir, needs=[numa.name], link_dirs=[numa.parent]
@@ -295,13 +300,7 @@ def test_the_loader_preloads_private_system_libraries_and_the_library_loads(tmp_
     RUNPATH), the walk finds it in ROCm 7.14's lib/rocm_sysdeps/lib, and a second child load with it loaded
     first by absolute path succeeds; the plan carries it for the in-process load. (The library finds its HIP
     runtime through a RUNPATH to the fake build, which this host can load; the sysroot has the same runtime.)"""
-    numa = compile_shared(
-        tmp_path / "sysdeps",
-        "sysdeps_numa",
-        "int rocm_sysdeps_numa_probe(void) { return 0; }\n",
-        flags=["-Wl,-soname,librocm_sysdeps_numa.so.1"],
-        output_name="librocm_sysdeps_numa.so.1",
-    )
+    numa = sysdeps_numa(tmp_path / "sysdeps")
     hip_dir = build / "hip"
     library = pjrt_library_with_code_for(
         tmp_path / "lib",
