@@ -106,10 +106,13 @@ def apply_workarounds(facts: Facts, environ: MutableMapping[str, str]) -> tuple[
 
     if environ.get(known_issues.WORKAROUNDS_VARIABLE) == "0":
         return ()
-    if not known_issues.may_need_workarounds(situation(facts, thorough=False, with_rocm=False)):
+    quick = situation(facts, thorough=False, with_rocm=False)
+    candidates = known_issues.workaround_candidates(quick)
+    if not candidates:
         return ()
+    needs_rocm = any(known_issues.ROCM_CONDITIONS & set(m.issue.affects) for m in candidates)
     applied: list[str] = []
-    for match, variables in known_issues.safe_workarounds(situation(facts, thorough=False)):
+    for match, variables in known_issues.safe_workarounds(situation(facts, thorough=False) if needs_rocm else quick):
         fresh = [(name, value) for name, value in variables if name not in environ]
         for name, value in fresh:
             environ[name] = value

@@ -340,12 +340,14 @@ def safe_workarounds(situation: Situation) -> list[tuple[Match, tuple[tuple[str,
     return found
 
 
-def may_need_workarounds(situation: Situation) -> bool:
-    """Whether any safe workaround could apply once the ROCm install is known (the loader's cheap first pass)."""
-    return any(
-        m.issue.workaround.safe and m.applied_by_loader(situation)
+def workaround_candidates(situation: Situation) -> list[Match]:
+    """The safe workarounds that could apply once the ROCm install is known (the loader's cheap first pass: a
+    machine none could apply to never looks for ROCm, nor does one where none depends on the ROCm release)."""
+    return [
+        m
         for m in matches(situation, multi_host=False, assume=ROCM_CONDITIONS)
-    )
+        if m.issue.workaround.safe and m.applied_by_loader(situation)
+    ]
 
 
 def finding(match: Match, situation: Situation) -> Finding:
