@@ -203,9 +203,9 @@ def wsl_detected(evidence: tuple[str, ...]) -> Finding:
         "wsl-detected",
         "info",
         "WSL detected (/dev/dxg): the GPU is reached through the WSL driver, not KFD",
-        "ROCm reaches the GPU here through librocdxg (ROCm for WSL: install it if it is missing); ROCm 7.13 and "
-        "later detect WSL by themselves, older ROCm needs HSA_ENABLE_DXG_DETECTION=1, which the loader sets "
-        "(known issue wsl-dxg-detection-off-before-7.13)",
+        "the runtime reaches the GPU here through librocdxg (ROCm for WSL: install it if it is missing); from "
+        "release 7.13 on it detects WSL by itself, before that it needs HSA_ENABLE_DXG_DETECTION=1, which the "
+        "loader sets (known issue wsl-dxg-detection-off-before-7.13)",
         evidence,
     )
 
