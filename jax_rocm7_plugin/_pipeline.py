@@ -316,13 +316,13 @@ def situation(
 ) -> Situation:
     """What known issues depend on, from what the steps learned (no second look at anything they read).
 
-    The ROCm install is the one whose HIP runtime the dependency walk resolved; where the walk did not run (the
-    loader's quick path) it is found the same way the walk would look, unless `with_rocm` is False. `thorough`
-    (the doctor) also reads the amdgpu driver's version and each GPU's MES firmware, which only known issues need.
+    The ROCm install is the one whose HIP runtime the dependency walk resolved. Where the walk did not run (the
+    loader's quick path, unless `with_rocm` is False) it is the pip ROCm the pip-rocm step found in use, else the
+    one at ROCM_PATH or /opt/rocm, where the library's RUNPATH looks (a version file's read); only where neither
+    says and LD_LIBRARY_PATH is set, every install is looked for as the walk would. `thorough` (the doctor) also
+    reads the amdgpu driver's version and each GPU's MES firmware, which only known issues need. Modules are
+    imported where used: this runs inside `import jax` on every GPU machine.
     """
-    from jax_rocm7_plugin._machine import driver
-    from jax_rocm7_plugin._machine.rocm_install import install_root, layout, loaded_install
-    from jax_rocm7_plugin._names import HIP_SONAME
     from jax_rocm7_plugin._policy.known_issues import Situation
     from jax_rocm7_plugin.version import JAX_RELEASE
 
@@ -333,22 +333,31 @@ def situation(
     gpus = [node for _, node in facts.view.gpus if node.index in usable] if facts.view is not None else []
     install = None
     if facts.runtime is not None:
+        from jax_rocm7_plugin._machine.rocm_install import loaded_install
+        from jax_rocm7_plugin._names import HIP_SONAME
+
         walk = facts.runtime.dependencies
         install = loaded_install(facts.runtime.installs, walk.found.get(HIP_SONAME) if walk is not None else None)
     elif facts.library is not None and with_rocm:
-        install = loaded_install(_installs(settings), None)
-    home = install_root(install, settings.sysroot) if install is not None else None
+        install = _quick_install(facts)
+    home = None
+    if install is not None:
+        from jax_rocm7_plugin._machine.rocm_install import install_root
+
+        home = install_root(install, settings.sysroot)
     pjrt = facts.library.pjrt_version if facts.library is not None else None
     firmware: tuple[tuple[str, str], ...] = ()
     amdgpu = None
     if thorough and machine is not None:
+        from jax_rocm7_plugin._machine import driver
+
         amdgpu = driver.amdgpu_driver_version(settings.sysroot)
         found = ((node.gfx_target, driver.mes_firmware(settings.sysroot, node.drm_render_minor)) for node in gpus)
         firmware = tuple((gfx or "unknown", fw) for gfx, fw in found if fw is not None)
     return Situation(
         rocm=install.version if install is not None else None,
         rocm_root=install.location.removeprefix("pip: ") if install is not None and home is not None else None,
-        rocm_layout=layout(home),
+        rocm_layout=_layout(home),
         release=_release_of(pjrt) or JAX_RELEASE,
         jaxlib=facts.jaxlib,
         gfx=tuple(node.gfx_target for node in gpus if node.gfx_target),
@@ -361,6 +370,40 @@ def situation(
         mes_firmware=firmware,
         other_plugins=other_plugins,
     )
+
+
+def _layout(home: Path | None) -> str | None:
+    if home is None:
+        return None
+    from jax_rocm7_plugin._machine.rocm_install import layout
+
+    return layout(home)
+
+
+def _quick_install(facts: Facts) -> RocmInstall | None:
+    """The ROCm install the library will load, without looking for every install: see `situation`."""
+    import os
+
+    from jax_rocm7_plugin._machine import host_path
+
+    settings = facts.settings
+    where = settings.rocm_path or "/opt/rocm"
+    version_file = host_path(settings.sysroot, where) / ".info" / "version"
+    if facts.pip_rocm is None and not settings.ld_library_path and not os.path.isfile(version_file):
+        return None  # nothing to read: the release is unknown, and no module is imported to learn that
+    from jax_rocm7_plugin._machine.rocm_install import RocmInstall, loaded_install, read_version_file
+
+    if facts.pip_rocm is not None:
+        from jax_rocm7_plugin._machine.packages import installed_version
+        from jax_rocm7_plugin._names import PIP_ROCM_DISTRIBUTION
+
+        version = installed_version(PIP_ROCM_DISTRIBUTION)
+        return RocmInstall(f"pip: {facts.pip_rocm.root}", "pip", version, ()) if version else None
+    version = read_version_file(host_path(settings.sysroot, where))
+    if version is not None:
+        return RocmInstall(where, "ROCM_PATH" if settings.rocm_path else "/opt/rocm", version, ())
+    # Elsewhere only through LD_LIBRARY_PATH (the one other way to it the library's RUNPATH leaves): look then.
+    return loaded_install(_installs(settings), None) if settings.ld_library_path else None
 
 
 def _installs(settings: Settings) -> list[RocmInstall]:
