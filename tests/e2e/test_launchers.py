@@ -1,0 +1,212 @@
+"""The cluster preflight the way users launch it: under a real Slurm (`srun -n 4` on a one-node cluster started
+here) and a real Open MPI (`mpirun -np 4`), through jax's own launcher detection, with jax 0.10.2 on CPython 3.11
+(this checkout) and jax 0.12.0 on CPython 3.12 (our built wheels). Each task has its own machine (a sysroot
+picked by its rank); one differs, one exits before joining, one is killed after joining.
+
+Where a launcher cannot start here (not installed, not root) its tests skip with the reason; under CI=true
+(ci/run_tests.sh installs Slurm and Open MPI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cluster import Outcome, gpus_with_ids, host_sysroot
+from tests.support.environment import REPO, Combo
+from tests.support.launchers import (
+    LauncherMissing,
+    SlurmCluster,
+    mpirun,
+    mpirun_command,
+    run_launcher,
+    task_argv,
+)
+from tests.support.snippets import clean_env
+
+TASKS = 4
+TIMEOUT = 12.0  # the preflight's --timeout for jobs with a missing task; the step must end within it + 5 s
+DYING_TIMEOUT = 20.0  # with a task killed after joining: the others report under load from five interpreters
+JAX_0102 = Combo("0.10.2", "3.11", "0.10.2")
+JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
+COMBOS = [
+    pytest.param(JAX_0102, id=JAX_0102.id, marks=pytest.mark.xdist_group("launchers-0.10.2")),
+    pytest.param(JAX_012, id=JAX_012.id, marks=pytest.mark.xdist_group("e2e-0.12.0")),
+]
+LAUNCHERS = ["srun", "mpirun"]
+
+
+def _unavailable(error: LauncherMissing) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI installs the launchers (ci/run_tests.sh), yet: {error}")
+    pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def slurm() -> Iterator[SlurmCluster]:
+    cluster = SlurmCluster()
+    try:
+        cluster.start()
+    except LauncherMissing as error:
+        _unavailable(error)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def open_mpi() -> str:
+    try:
+        return mpirun()
+    except LauncherMissing as error:
+        _unavailable(error)
+        raise
+
+
+class Launch:
+    """Runs a 4-task preflight job under one launcher with one release's interpreter."""
+
+    def __init__(self, launcher: str, request: pytest.FixtureRequest, python: Path, standin: Path, tmp: Path) -> None:
+        self.launcher, self.request, self.python, self.standin, self.tmp = launcher, request, python, standin, tmp
+
+    def machines(self, build: Path, odd: int | None = None) -> Path:
+        """A machine per task (p0..p3): one host, four gfx942 GPUs; task `odd` gets gfx90a GPUs instead."""
+        base = self.tmp / "machines"
+        for task in range(TASKS):
+            gfx = 90010 if task == odd else 90402
+            host_sysroot(base / f"p{task}", "node-0", gpus_with_ids(TASKS, gfx), rocm=(build, "7.2.0"))
+        return base
+
+    def run(self, machines: Path, limit: float, *, timeout: float = TIMEOUT, **parts: str) -> Outcome:
+        environ = {
+            "JAX_ROCM_PJRT_LIBRARY": str(self.standin),
+            "XDG_CACHE_HOME": str(self.tmp / "cache"),
+            **({"PYTHONPATH": str(REPO)} if self.python == JAX_0102_PYTHON else {}),
+            **parts,
+        }
+        argv = task_argv(self.python, machines, "--json", "--timeout", str(timeout))
+        if self.launcher == "srun":
+            cluster: SlurmCluster = self.request.getfixturevalue("slurm")
+            return cluster.srun(TASKS, argv, {**clean_env(), **environ}, limit, self.tmp)
+        self.request.getfixturevalue("open_mpi")
+        command = mpirun_command(TASKS, argv, environ)
+        return run_launcher(command, {**clean_env(), **environ}, limit, self.tmp)
+
+
+JAX_0102_PYTHON = Path(sys.executable)  # this checkout's test venv: jax 0.10.2, CPython 3.11
+
+
+@pytest.fixture
+def launch(
+    request: pytest.FixtureRequest,
+    e2e_venv: Callable[[Combo], Path],
+    standin_library: Path,
+    tmp_path: Path,
+) -> Callable[[str, Combo], Launch]:
+    def make(launcher: str, combo: Combo) -> Launch:
+        python = JAX_0102_PYTHON if combo == JAX_0102 else e2e_venv(combo)
+        return Launch(launcher, request, python, standin_library, tmp_path)
+
+    return make
+
+
+def report_in(outcome: Outcome) -> dict[str, Any]:
+    """Process 0's JSON report in the launcher's merged output (a dying task may print a line of its own)."""
+    start = outcome.stdout.find("{\n")
+    assert start >= 0, f"no report; stdout {outcome.stdout[-1500:]!r}; stderr {outcome.stderr[-2000:]!r}"
+    report, _ = json.JSONDecoder().raw_decode(outcome.stdout[start:])
+    return dict(report)
+
+
+def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["id"]: f for f in report["findings"]}
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_consistent_job(launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path) -> None:
+    job = launch(launcher, combo)
+    outcome = job.run(job.machines(build), 120)
+    assert outcome.returncode == 0, (outcome.stdout[-3000:], outcome.stderr[-2000:])
+    report = report_in(outcome)
+    assert report["verdict"] == "consistent" and report["reported"] == [0, 1, 2, 3]
+    assert report["method"] == {"srun": "slurm", "mpirun": "ompi"}[launcher]
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_task_on_another_machine_is_named(
+    launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
+) -> None:
+    job = launch(launcher, combo)
+    outcome = job.run(job.machines(build, odd=2), 120)
+    assert outcome.returncode == 1, outcome.stderr[-2000:]  # the step fails as a whole (README: exit 1)
+    arch = by_id(report_in(outcome))["cluster-gpu-arch-mismatch"]
+    assert arch["processes"] == [2] and arch["hosts"] == ["node-0"]
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_task_that_exits_before_joining_is_named_in_time(
+    launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
+) -> None:
+    job = launch(launcher, combo)
+    outcome = job.run(job.machines(build), TIMEOUT + 60, TASK_EXIT_EARLY="3")
+    assert outcome.returncode == 1, outcome.stderr[-2000:]
+    assert outcome.seconds <= TIMEOUT + 5 + 5, outcome.seconds  # + the launcher's own start-up
+    report = report_in(outcome)
+    incomplete = by_id(report)["cluster-incomplete"]
+    assert incomplete["processes"] == [3] and "never did" in incomplete["summary"]
+    assert report["joined"] == 3
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_a_task_killed_after_joining_is_named(
+    combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
+) -> None:
+    """Under srun the others go on and process 0 names it. (Open MPI ends the whole job itself when a process
+    dies, naming the rank: the test after this one.)"""
+    job = launch("srun", combo)
+    outcome = job.run(job.machines(build), DYING_TIMEOUT + 60, timeout=DYING_TIMEOUT, TASK_JOIN_THEN_DIE="1")
+    # srun's status is the killed task's (137 = 128 + SIGKILL): the step fails either way.
+    assert outcome.returncode not in (0, None) and outcome.seconds <= DYING_TIMEOUT + 10, (outcome.seconds, outcome)
+    assert "joined" in outcome.stdout
+    report = report_in(outcome)
+    found = by_id(report)
+    if "cluster-join-failed" in found:
+        # Seen under load with jax 0.10.2: the coordination service declares the dead task's peers failed and
+        # jaxlib aborts process 0's client mid-gathering; the report still comes out, says so, and the step fails.
+        assert "SIGABRT" in found["cluster-join-failed"]["summary"], found
+        return
+    assert report["missing"] == [1] and report["reported"] == [0, 2, 3], report["findings"]
+    incomplete = found["cluster-incomplete"]
+    assert incomplete["processes"] == [1] and "died or hung after joining" in incomplete["summary"]
+
+
+@pytest.mark.xdist_group("launchers-0.10.2")
+def test_the_slurm_fixture_leaves_no_daemon() -> None:
+    cluster = SlurmCluster()
+    try:
+        cluster.start()
+    except LauncherMissing as error:
+        _unavailable(error)
+    assert len(cluster.leftovers()) >= 3  # munged, slurmctld, slurmd run with this cluster's folder
+    done = subprocess.run(["srun", "-n", "2", "true"], env=cluster.environ(), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    cluster.stop()
+    assert cluster.leftovers() == [] and not cluster.home.exists()
+
+
+@pytest.mark.xdist_group("launchers-0.10.2")
+def test_by_default_open_mpi_names_a_killed_rank_itself(launch: Callable[[str, Combo], Launch], build: Path) -> None:
+    """What a user meets with plain `mpirun`: the job is aborted, and Open MPI's message names the rank."""
+    job = launch("mpirun", JAX_0102)
+    outcome = job.run(job.machines(build), TIMEOUT + 60, TASK_JOIN_THEN_DIE="1")
+    assert outcome.returncode not in (0, None) and outcome.seconds <= TIMEOUT + 10
+    assert "rank 1" in outcome.stderr and "signal 9" in outcome.stderr, outcome.stderr[-2000:]

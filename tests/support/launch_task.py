@@ -1,0 +1,61 @@
+"""One task of a job started by a real launcher (test fixture, never shipped).
+
+    python launch_task.py MACHINES COMMAND...
+
+Takes its rank from the launcher (SLURM_PROCID under srun, OMPI_COMM_WORLD_RANK under mpirun), points
+JAX_ROCM_SYSROOT at MACHINES/p<rank> (each task its own machine), and runs COMMAND -- unless the test asked
+this rank to play another part:
+- TASK_EXIT_EARLY=<rank>: exit 0 at once, before joining (a task that never starts its work);
+- TASK_JOIN_THEN_DIE=<rank>: join jax's coordination service as the preflight would (the address from jax's
+  own cluster detection), say "joined", then die by SIGKILL (a crash right after joining).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+
+def rank() -> int:
+    for name in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    raise SystemExit("launch_task.py: no rank from a launcher (SLURM_PROCID, OMPI_COMM_WORLD_RANK)")
+
+
+def join_then_die() -> None:
+    from jax._src import clusters
+    from jax._src.lib import _jax
+
+    address, _, process_id, _ = clusters.ClusterEnv.auto_detect_unset_distributed_params(
+        None, None, None, None, None, None
+    )
+    client = _jax.get_distributed_runtime_client(
+        address, process_id, init_timeout=30, missed_heartbeat_callback=lambda *a: None, shutdown_on_destruction=False
+    )
+    client.connect()
+    print("joined", flush=True)
+    # Die once the job is under way (another task's record is published), not while the others still join:
+    # that would be a task that never joined, another test.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not client.key_value_dir_get("jax_rocm7_cluster/record/"):
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main() -> None:
+    machines, command = sys.argv[1], sys.argv[2:]
+    me = rank()
+    if os.environ.get("TASK_EXIT_EARLY") == str(me):
+        return
+    os.environ["JAX_ROCM_SYSROOT"] = os.path.join(machines, f"p{me}")
+    if os.environ.get("TASK_JOIN_THEN_DIE") == str(me):
+        join_then_die()
+        return
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()
