@@ -49,9 +49,8 @@ class Plan(NamedTuple):
     warnings: tuple[Finding, ...] = ()
     environment_changes: tuple[str, ...] = ()
     workarounds: tuple[str, ...] = ()  # "<known issue>: NAME=value, ..." set before the library loads in-process
-    preload: tuple[
-        str, ...
-    ] = ()  # libraries to load by absolute path before the PJRT library (its RUNPATH misses them)
+    # Libraries to load by absolute path before the PJRT library (its RUNPATH misses them).
+    preload: tuple[str, ...] = ()
 
 
 def rocm_required(platforms: str | None) -> bool:
@@ -107,10 +106,10 @@ def apply_workarounds(facts: Facts, environ: MutableMapping[str, str]) -> tuple[
     if environ.get(known_issues.WORKAROUNDS_VARIABLE) == "0":
         return ()
     quick = situation(facts, thorough=False, with_rocm=False)
-    candidates = known_issues.workaround_candidates(quick)
+    candidates = known_issues.safe_workarounds(quick, assume=known_issues.ROCM_CONDITIONS)
     if not candidates:
         return ()
-    needs_rocm = any(known_issues.ROCM_CONDITIONS & set(m.issue.affects) for m in candidates)
+    needs_rocm = any(known_issues.ROCM_CONDITIONS & set(m.issue.affects) for m, _ in candidates)
     applied: list[str] = []
     for match, variables in known_issues.safe_workarounds(situation(facts, thorough=False) if needs_rocm else quick):
         fresh = [(name, value) for name, value in variables if name not in environ]

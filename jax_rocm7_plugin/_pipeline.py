@@ -246,17 +246,16 @@ def _runtime_findings(
     # A dependency is missing: name the root cause (no ROCm 7), else every missing library; where they are all
     # in a ROCm 7 install's private directory, load them from there first (as the doctor does) and go on.
     facts.runtime = _runtime_state(facts, [])
+    yield from facts.runtime.findings
     if facts.runtime.preload:
         facts.verdict = load_test.probe(library.path, "pjrt", settings, preload=facts.runtime.preload)
         refused = load_test.verdict_finding(library.path, facts.verdict)
-        yield from facts.runtime.findings
         if refused is not None:
             yield refused
             return
         if facts.verdict.loaded:
             return
-        facts.runtime = facts.runtime._replace(preload=())
-    yield from facts.runtime.findings
+        facts.runtime = facts.runtime._replace(preload=())  # they did not help: the failed load's error says why
     if not any(f.blocks_rocm for f in facts.runtime.findings):
         from jax_rocm7_plugin._binary import pjrt_api
 
@@ -271,11 +270,10 @@ def _runtime_findings(
 def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
     from jax_rocm7_plugin._machine.runtime import runtime_state
     from jax_rocm7_plugin._policy import releases
-    from jax_rocm7_plugin.version import JAX_RELEASE
 
     library, settings = facts.library, facts.settings
     needed = library.dynamic.needed if library is not None and library.dynamic is not None else None
-    release = _release_of(library.pjrt_version if library is not None else None) or JAX_RELEASE
+    release = library_release(facts)
     row = releases.get(release)
     return runtime_state(
         library.path if library is not None else None,
@@ -324,7 +322,6 @@ def situation(
     imported where used: this runs inside `import jax` on every GPU machine.
     """
     from jax_rocm7_plugin._policy.known_issues import Situation
-    from jax_rocm7_plugin.version import JAX_RELEASE
 
     settings, machine = facts.settings, facts.machine
     # The GPUs HIP will use and can open: where none can be (no /dev/kfd, no permission), that is the cause to
@@ -345,7 +342,6 @@ def situation(
         from jax_rocm7_plugin._machine.rocm_install import install_root
 
         home = install_root(install, settings.sysroot)
-    pjrt = facts.library.pjrt_version if facts.library is not None else None
     firmware: tuple[tuple[str, str], ...] = ()
     amdgpu = None
     if thorough and machine is not None:
@@ -358,7 +354,7 @@ def situation(
         rocm=install.version if install is not None else None,
         rocm_root=install.location.removeprefix("pip: ") if install is not None and home is not None else None,
         rocm_layout=_layout(home),
-        release=_release_of(pjrt) or JAX_RELEASE,
+        release=library_release(facts),
         jaxlib=facts.jaxlib,
         gfx=tuple(node.gfx_target for node in gpus if node.gfx_target),
         gpu_count=len(gpus) if facts.view is not None else None,
@@ -414,9 +410,14 @@ def _installs(settings: Settings) -> list[RocmInstall]:
     return find_rocm_installs(settings.sysroot, settings.rocm_path, search_dirs(settings.ld_library_path, conf_dirs))
 
 
-def _release_of(version: str | None) -> str | None:
-    """X.Y.Z of a wheel version (0.10.2.post1 -> 0.10.2)."""
-    if not version:
-        return None
-    parts = version.split(".")
-    return ".".join(parts[:3]) if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]) else None
+def library_release(facts: Facts) -> str:
+    """The jax release (X.Y.Z) of the PJRT library: its wheel's version (0.10.2.post1 -> 0.10.2), else, for a
+    library given by path, this plugin's release."""
+    from jax_rocm7_plugin._policy.versions import release_str
+    from jax_rocm7_plugin.version import JAX_RELEASE
+
+    version = facts.library.pjrt_version if facts.library is not None else None
+    try:
+        return release_str(version) if version else JAX_RELEASE
+    except ValueError:  # no version at all: the version step has said so
+        return JAX_RELEASE

@@ -129,9 +129,7 @@ def read_settings(
         pjrt_library=Path(library) if library is not None and library.startswith("/") else None,
         rocm_path=rocm_path,
         ld_library_path=tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")),
-        devices=DeviceSelection(
-            environ.get(ROCR_VISIBLE), environ.get(HIP_VISIBLE), environ.get(CUDA_VISIBLE), environ.get(GPU_ORDINAL)
-        ),
+        devices=device_selection(environ),
         hsa_override=environ.get(HSA_OVERRIDE),
         xnack=environ.get(HSA_XNACK),
         device_lib_path=environ.get("HIP_DEVICE_LIB_PATH") or None,
@@ -156,6 +154,13 @@ def read_settings(
         xla_client_findings=(
             (catalog.xla_client_env_invalid("; ".join(problems), xla_client_evidence(xla_client)),) if problems else ()
         ),
+    )
+
+
+def device_selection(environ: Mapping[str, str]) -> DeviceSelection:
+    """The device-selection variables of an environment (this process's, or one a cluster record carries)."""
+    return DeviceSelection(
+        environ.get(ROCR_VISIBLE), environ.get(HIP_VISIBLE), environ.get(CUDA_VISIBLE), environ.get(GPU_ORDINAL)
     )
 
 

@@ -19,6 +19,7 @@ from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy, known_issues
 from jax_rocm7_plugin._policy.known_issues import Situation
+from jax_rocm7_plugin._policy.versions import release_str
 
 K = TypeVar("K", bound=Hashable)
 Records = Mapping[int, ProcessRecord]
@@ -532,13 +533,12 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
     found = []
     for issue, processes, evidence in hit.values():
         concerned, names = _concerns(records, processes)
-        fixed = issue.fixed_text()
         found.append(
             catalog.known_issue(
                 issue.id,
                 issue.severity,
                 f"{issue.title} ({issue.sources[0]}): {processes_phrase(concerned)} on {hosts_phrase(names)}",
-                f"{issue.workaround.text}{f' ({fixed})' if fixed and fixed not in issue.workaround.text else ''}",
+                known_issues.fix_text(issue),
                 concerned,
                 names,
                 tuple(sorted(evidence)),
@@ -556,7 +556,7 @@ def _situation(record: ProcessRecord, host_count: int) -> Situation:
     nodes = used if used is not None else record.visible
     return Situation(
         rocm=record.rocm.version if record.rocm is not None else None,
-        release=".".join((pjrt or "").split(".")[:3]) or None,
+        release=_release(pjrt),
         jaxlib=versions.get("jaxlib"),
         gfx=tuple(g for g in (gfx.get(n) for n in nodes) if g),
         gpu_count=len(nodes) if record.ok else 0,
@@ -569,19 +569,13 @@ def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFi
     """Processes whose HIP_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL) index past the GPUs their
     ROCR_VISIBLE_DEVICES leaves (a launcher's ROCR_VISIBLE_DEVICES plus HIP_VISIBLE_DEVICES=$LOCAL_RANK): the
     doctor's rule (_machine.visibility), applied to each record."""
-    from jax_rocm7_plugin._machine.visibility import index_finding, index_problems
-    from jax_rocm7_plugin._settings import CUDA_VISIBLE, GPU_ORDINAL, HIP_VISIBLE, ROCR_VISIBLE, DeviceSelection
+    from jax_rocm7_plugin._machine.visibility import gpu_uuid, index_finding, index_problems
+    from jax_rocm7_plugin._settings import device_selection
 
     bad: dict[int, ClusterFinding] = {}
     for pid, record in records.items():
-        environment = dict(record.environment)
-        devices = DeviceSelection(
-            environment.get(ROCR_VISIBLE),
-            environment.get(HIP_VISIBLE),
-            environment.get(CUDA_VISIBLE),
-            environment.get(GPU_ORDINAL),
-        )
-        ids = [_unique_id(g.unique_id) for g in record.gpus]
+        devices = device_selection(dict(record.environment))
+        ids = [gpu_uuid(g.unique_id) for g in record.gpus]
         finding = index_finding(index_problems(devices, ids), len(record.gpus), devices.rocr)
         if finding is not None:
             bad[pid] = catalog.mismatch(
@@ -599,11 +593,8 @@ def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFi
     return [catalog.mismatch(rule, "warning", summary, first.fix, processes, names, evidence)]
 
 
-def _unique_id(text: str | None) -> int | None:
-    """The KFD unique_id of "GPU-<16 hex digits>" (as records and ROCR_VISIBLE_DEVICES write it)."""
-    if text is None or not text.upper().startswith("GPU-"):
-        return None
+def _release(version: str | None) -> str | None:
     try:
-        return int(text[4:], 16)
+        return release_str(version) if version else None
     except ValueError:
         return None

@@ -47,8 +47,9 @@ def fold(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Fin
     return shown, folded
 
 
-def _folded_line(folded: list[Finding]) -> str:
-    libraries = sum(f.summary.count(", ") + 1 for f in folded if f.id == "library-dependency-missing")
+def _folded_line(folded: list[Finding], report: Report) -> str:
+    missing = report.library.missing_dependencies if report.library is not None else None
+    libraries = len(missing or ()) if any(f.id == "library-dependency-missing" for f in folded) else 0
     modules = sum(1 for f in folded if f.id == "extension-module-unavailable")
     parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
     parts += [f"{modules} extension module(s) jax imports"] if modules else []
@@ -83,7 +84,7 @@ def render_text(report: Report, *, verbose: bool = False) -> str:
     for group in group_findings(shown):
         lines.extend(_entry(group, verbose))
         if group[0].id in folded:
-            lines.append(_folded_line(folded[group[0].id]))
+            lines.append(_folded_line(folded[group[0].id], report))
     for gpu in report.gpus:
         product = f" {gpu.product}" if gpu.product else ""
         memory = ""

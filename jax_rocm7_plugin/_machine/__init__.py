@@ -9,3 +9,15 @@ def host_path(root: Path, absolute: str | os.PathLike[str]) -> Path:
     """`absolute` (a path as seen on the host, e.g. /dev/kfd) under `root` (Settings.sysroot: "/" on a real
     machine, a synthetic tree in tests). Every machine fact is read through it."""
     return root / os.fspath(absolute).lstrip("/")
+
+
+def machine_path(path: Path, root: Path) -> str:
+    """`path` (a file under `root`) as the machine it lies on names it: host_path's inverse, and through /opt/rocm
+    where that link leads to it (what users put on LD_LIBRARY_PATH and in HIP_DEVICE_LIB_PATH)."""
+    text = str(path)
+    if str(root) != "/" and path.is_relative_to(root):
+        text = "/" + os.path.relpath(path, root)
+    rocm = root / "opt" / "rocm"
+    if rocm.is_symlink() and path.resolve().is_relative_to(rocm.resolve()):
+        text = "/opt/rocm/" + os.path.relpath(path.resolve(), rocm.resolve())
+    return text

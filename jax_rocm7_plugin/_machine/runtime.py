@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine import machine_path
 from jax_rocm7_plugin._machine.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
 from jax_rocm7_plugin._machine.native_modules import lost
 from jax_rocm7_plugin._machine.rocm_install import (
@@ -121,7 +122,7 @@ def private_preload(
 
 def preload_finding(report: DependencyReport, preload: tuple[Path, ...], root: Path) -> Finding:
     """library-dependency-preloaded, naming the folders as the machine knows them (outside any sysroot)."""
-    directories = list(dict.fromkeys(_machine_path(p.parent, root) for p in preload))
+    directories = list(dict.fromkeys(machine_path(p.parent, root) for p in preload))
     evidence = tuple(report.chain(m, "the PJRT library") for m in report.missing)
     return catalog.library_dependency_preloaded([p.name for p in preload], directories, evidence)
 
@@ -177,17 +178,3 @@ def rocm_path_findings(rocm_path: str | None, report: DependencyReport, root: Pa
     if runtime.resolve().is_relative_to(chosen):
         return []
     return [catalog.rocm_path_mismatch((f"ROCM_PATH={rocm_path}", f"{HIP_SONAME} resolves to {runtime}"))]
-
-
-def _machine_path(path: Path, root: Path) -> str:
-    """`path` as the machine it lies on names it: without the sysroot's prefix, and through /opt/rocm where that
-    link leads to it (what users put on LD_LIBRARY_PATH)."""
-    import os
-
-    text = str(path)
-    if str(root) != "/" and path.is_relative_to(root):
-        text = "/" + os.path.relpath(path, root)
-    rocm = root / "opt" / "rocm"
-    if rocm.is_symlink() and path.resolve().is_relative_to(rocm.resolve()):
-        text = "/opt/rocm/" + os.path.relpath(path.resolve(), rocm.resolve())
-    return text

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import host_path, machine_path
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._findings import Finding
@@ -55,12 +55,6 @@ def searched_places(search: Sequence[str], settings: Settings, extra: Sequence[P
         elif place.startswith("{rocm}/"):
             places.append(host_path(settings.sysroot, root) / place.removeprefix("{rocm}/"))
     return [*places, *extra]
-
-
-def _machine(path: Path, root: Path) -> str:
-    import os
-
-    return "/" + os.path.relpath(path, root) if str(root) != "/" and path.is_relative_to(root) else str(path)
 
 
 def toolchain_findings(
@@ -130,11 +124,11 @@ def _where_it_looks(
             continue
         what = f"ROCm's device bitcode ({file} and the other device libraries)" if file == BITCODE_FILE else file
         missing.append(what)
-        looked.append(f"{file}: the library looks in " + (", ".join(_machine(p, settings.sysroot) for p in places)))
+        looked.append(f"{file}: the library looks in " + (", ".join(machine_path(p, settings.sysroot) for p in places)))
         elsewhere = next((r / d for r in roots for d in layouts if (r / d / file).is_file()), None)
         if elsewhere is not None:
-            fixes.append(fix.format(_machine(elsewhere, settings.sysroot)))
-            looked.append(f"{file} is in {_machine(elsewhere, settings.sysroot)}, where it does not look")
+            fixes.append(fix.format(machine_path(elsewhere, settings.sysroot)))
+            looked.append(f"{file} is in {machine_path(elsewhere, settings.sysroot)}, where it does not look")
     if not missing:
         return []
     found_elsewhere = len(fixes) == len(missing)

@@ -43,11 +43,20 @@ def _select(value: str, candidates: Sequence[int | None], *, uuids: bool) -> tup
     return chosen, ""
 
 
+def gpu_uuid(token: str | None) -> int | None:
+    """The KFD unique_id a `GPU-<16 hex digits>` names (as ROCR_VISIBLE_DEVICES and cluster records write it)."""
+    if token is None or not token.upper().startswith("GPU-"):
+        return None
+    try:
+        return int(token[4:], 16)
+    except ValueError:
+        return None
+
+
 def _position(token: str, candidates: Sequence[int | None], *, uuids: bool) -> int | None:
     if uuids and token.upper().startswith("GPU-"):
-        try:
-            wanted = int(token[4:], 16)
-        except ValueError:
+        wanted = gpu_uuid(token)
+        if wanted is None:
             return None
         known = [i for i, uid in enumerate(candidates) if uid == wanted]
         return known[0] if known else None

@@ -330,24 +330,18 @@ def _avoided(entry: KnownIssue, s: Situation) -> bool:
     return all(s.xla_flag(flag) == value for flag, value in workaround.xla_flags)
 
 
-def safe_workarounds(situation: Situation) -> list[tuple[Match, tuple[tuple[str, str], ...]]]:
-    """The matches whose workaround the loader applies here, each with the variables it sets."""
+def safe_workarounds(
+    situation: Situation, *, assume: frozenset[str] = frozenset()
+) -> list[tuple[Match, tuple[tuple[str, str], ...]]]:
+    """The matches whose workaround the loader applies here, each with the variables it sets. `assume`: as for
+    `matches` (the loader's cheap first pass, assuming ROCM_CONDITIONS: a machine none could apply to never
+    looks for ROCm, nor does one where none depends on the ROCm release)."""
     found = []
-    for match in matches(situation, multi_host=False):
+    for match in matches(situation, multi_host=False, assume=assume):
         applied = match.applied_by_loader(situation)
         if applied:
             found.append((match, applied))
     return found
-
-
-def workaround_candidates(situation: Situation) -> list[Match]:
-    """The safe workarounds that could apply once the ROCm install is known (the loader's cheap first pass: a
-    machine none could apply to never looks for ROCm, nor does one where none depends on the ROCm release)."""
-    return [
-        m
-        for m in matches(situation, multi_host=False, assume=ROCM_CONDITIONS)
-        if m.issue.workaround.safe and m.applied_by_loader(situation)
-    ]
 
 
 def finding(match: Match, situation: Situation) -> Finding:
@@ -356,7 +350,7 @@ def finding(match: Match, situation: Situation) -> Finding:
 
     issue = match.issue
     applied = match.applied_by_loader(situation)
-    fix = _fix_text(issue, situation)
+    fix = fix_text(issue, situation)
     if applied:
         settings = ", ".join(f"{name}={value}" for name, value in applied)
         summary = f"{issue.title}; the loader sets {settings} in the process to avoid it ({issue.sources[0]})"
@@ -371,7 +365,8 @@ def finding(match: Match, situation: Situation) -> Finding:
     return known_issue(issue.id, issue.severity, summary, fix, match.evidence)
 
 
-def _fix_text(issue: KnownIssue, situation: Situation) -> str:
+def fix_text(issue: KnownIssue, situation: Situation | None = None) -> str:
+    """The workaround, with the install's root where it names one, and where the bug is fixed."""
     text = _expand(issue.workaround.text, situation)
     fixed = issue.fixed_text()
     return f"{text}{f' ({fixed})' if fixed and fixed not in text else ''}"
