@@ -361,3 +361,23 @@ def test_without_rocm_its_consequences_fold_into_one_line(tmp_path: Path, build:
     assert "library-dependency-missing" not in text
     assert "      also missing for this reason: 1 library the PJRT library needs (--verbose lists them)" in text
     assert "library-dependency-missing" in render_text(report, verbose=True)
+
+
+def test_when_preloading_does_not_help_the_loader_says_so_once(tmp_path: Path, build: Path) -> None:
+    """The library needs the sysdeps library and a HIP runtime only the sysroot has (its RUNPATH is /opt/rocm/lib,
+    which this host lacks): the second child load, with the sysdeps library first, fails too. The loader's checks
+    name the preloading once and then the failed load's cause."""
+    from jax_rocm7_plugin._pipeline import Facts, checks
+    from jax_rocm7_plugin._settings import read_settings
+
+    numa = sysdeps_numa(tmp_path / "sysdeps")
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=build / "hip", needs=[numa.name], link_dirs=[numa.parent]
+    )
+    root = make_sysroot(tmp_path / "root")
+    add_rocm(root, build, "7.14.0", sysdeps=[numa])
+    environ = {"JAX_ROCM_PJRT_LIBRARY": str(library), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    facts = Facts(read_settings({**environ, "JAX_ROCM_SYSROOT": str(root)}))
+    found = [f.id for f in checks(facts, thorough=False)]
+    assert found.count("library-dependency-preloaded") == 1, found
+    assert "library-dependency-missing" in found and facts.runtime is not None and facts.runtime.preload == ()
