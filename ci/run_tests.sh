@@ -26,6 +26,17 @@ if ! command -v llvm-mc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends llvm >/dev/null; }
 fi
 
+# Real launchers for the multi-process tests (tests/e2e/test_launchers.py): Debian's Slurm (slurmctld, slurmd,
+# slurm-client, munge; the tests start a one-node cluster of their own) and Open MPI 4 (openmpi-bin: the release
+# whose variables jax's Open MPI detection reads). As root only; under CI=true a missing one fails those tests.
+if ! { command -v srun && command -v slurmd && command -v munged && command -v mpirun; } >/dev/null 2>&1 \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  LAUNCHERS="slurmctld slurmd slurm-client munge openmpi-bin"
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $LAUNCHERS >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $LAUNCHERS >/dev/null; }
+fi
+
 # buildifier lints the Bazel files; the npm registry ships its binaries (pinned, checked).
 BUILDIFIER_VERSION=8.2.1
 BUILDIFIER_SHA256=6ceb7b0ab7cf66fceccc56a027d21d9cc557a7f34af37d2101edb56b92fcfa1a

@@ -94,8 +94,10 @@ def test_a_process_that_dies_after_joining_is_named(job: Job, tmp_path: Path) ->
 
 
 def _launcher_port() -> int:
-    """A free port where jax's Slurm and Open MPI modules can be made to pick it (61440-65535)."""
-    for port in range(SLURM_PORT_BASE + (free_port() % 2000), 65536):
+    """A free port where jax's Slurm and Open MPI modules can be made to pick it (61440-65535), above the first
+    256: the real Slurm cluster of tests/e2e/test_launchers.py numbers its jobs from 1, so its jobs' coordinators
+    take 61441 and up, maybe at the same time on the other worker."""
+    for port in range(SLURM_PORT_BASE + 256 + (free_port() % 2000), 65536):
         with socket.socket(socket.AF_INET6) as probe:
             try:
                 probe.bind(("::", port))

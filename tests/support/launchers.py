@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.support.cluster import Outcome, free_port
+from tests.support.snippets import clean_env
 
 TASK = Path(__file__).resolve().parent / "launch_task.py"
 SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo", "munged")
@@ -60,7 +61,9 @@ class SlurmCluster:
         self.munged_pid: Path = self.home / "munge" / "munged.pid"
 
     def environ(self, **extra: str) -> dict[str, str]:
-        return {**os.environ, "SLURM_CONF": str(self.conf), **extra}
+        """The daemons' and Slurm commands' environment: the caller's without jax/ROCm settings (an earlier test
+        in this worker may have left some in os.environ), with this cluster's slurm.conf."""
+        return clean_env(SLURM_CONF=str(self.conf), **extra)
 
     def start(self) -> SlurmCluster:
         if os.geteuid() != 0:
@@ -127,17 +130,33 @@ class SlurmCluster:
                 [paths["sinfo"], "-h", "-o", "%T"], env=self.environ(), capture_output=True, text=True, timeout=10
             ).stdout.strip()
             if state == "idle":
+                self._first_job()
                 return self
             time.sleep(0.3)
-        logs = (self.home / "slurmctld.log", self.home / "slurmd.log")
-        tail = " | ".join(p.read_text()[-400:] for p in logs if p.exists())
+        tail = self.log_tails(400)
         self.stop()
         raise LauncherMissing(f"Slurm did not come up within {READY_SECONDS:g} s: {tail}")
 
+    def _first_job(self) -> None:
+        """One trivial job before any test's: slurmd registers, and the first step's set-up, off the clock."""
+        done = subprocess.run(
+            ["srun", "-n", "1", "true"], env=self.environ(), capture_output=True, text=True, timeout=READY_SECONDS
+        )
+        if done.returncode != 0:
+            tail = done.stderr[-400:]
+            self.stop()
+            raise LauncherMissing(f"Slurm came up but its first job failed ({done.returncode}): {tail}")
+
     def srun(self, tasks: int, argv: Sequence[str], environ: Mapping[str, str], limit: float, cwd: Path) -> Outcome:
-        """`srun --overcommit -n TASKS argv...` in `cwd`, ended (its process group killed) at `limit` seconds."""
+        """`srun --overcommit -n TASKS argv...` in `cwd` with exactly `environ` (and SLURM_CONF), ended (its
+        process group killed) at `limit` seconds."""
         command = ["srun", "--overcommit", "-n", str(tasks), "--kill-on-bad-exit=0", *argv]
-        return run_launcher(command, {**self.environ(), **environ}, limit, cwd)
+        return run_launcher(command, {**environ, "SLURM_CONF": str(self.conf)}, limit, cwd)
+
+    def log_tails(self, chars: int = 3000) -> str:
+        """The end of slurmctld's and slurmd's logs: what a failing test prints."""
+        logs = (self.home / "slurmctld.log", self.home / "slurmd.log")
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-chars:]}" for p in logs if p.exists())
 
     def stop(self) -> None:
         """End slurmd, slurmctld and munged; LauncherMissing if any is still there after STOP_SECONDS."""

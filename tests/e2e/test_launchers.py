@@ -1,7 +1,3 @@
-# NOT COLLECTED (the file name is not test_*.py): issue 26's launcher tests, kept for the next session. They pass
-# when run alone (`pytest tests/e2e/launchers_not_collected.py`, 16 passed), but in three full-suite runs from a
-# fresh clone the srun jobs failed to join (the consistent job, 26 s into a 30 s timeout; cause not found yet),
-# and a failing suite does not land. Rename it back to test_launchers.py once that is understood.
 """The cluster preflight the way users launch it: under a real Slurm (`srun -n 4` on a one-node cluster started
 here) and a real Open MPI (`mpirun -np 4`), through jax's own launcher detection, with jax 0.10.2 on CPython 3.11
 (this checkout) and jax 0.12.0 on CPython 3.12 (our built wheels). Each task has its own machine (a sysroot
@@ -101,7 +97,11 @@ class Launch:
         argv = task_argv(self.python, machines, "--json", "--timeout", str(TIMEOUT))
         if self.launcher == "srun":
             cluster: SlurmCluster = self.request.getfixturevalue("slurm")
-            return cluster.srun(TASKS, argv, {**clean_env(), **environ}, limit, self.tmp)
+            outcome = cluster.srun(TASKS, argv, {**clean_env(), **environ}, limit, self.tmp)
+            if outcome.returncode != 0:  # shown by pytest only where the test fails
+                ended = f"srun: {outcome.returncode} after {outcome.seconds:.1f} s"
+                print(f"{ended}\n{cluster.log_tails()}", file=sys.stderr)
+            return outcome
         self.request.getfixturevalue("open_mpi")
         command = mpirun_command(TASKS, argv, environ)
         return run_launcher(command, {**clean_env(), **environ}, limit, self.tmp)
