@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from jax_rocm7_plugin._cluster.compare import compare  # noqa: E402
-from jax_rocm7_plugin._cluster.record import RocmFact, encode, from_json  # noqa: E402
+from jax_rocm7_plugin._job.compare import compare  # noqa: E402
+from jax_rocm7_plugin._job.record import RocmFact, encode, from_json  # noqa: E402
 from tests.support.cluster import free_port, gpus_with_ids, host_sysroot, routable_address  # noqa: E402
 from tests.support.records import job  # noqa: E402
 

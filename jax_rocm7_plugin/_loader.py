@@ -58,13 +58,16 @@ def rocm_required(platforms: str | None) -> bool:
     return bool(platforms and platforms.strip()) and rocm_in_platforms(platforms)
 
 
-def plan_registration(settings: Settings, *, apply_environment: bool = False, load: bool = True) -> Plan | Finding:
+def plan_registration(
+    settings: Settings, *, apply_environment: bool = False, load: bool = True, facts: Facts | None = None
+) -> Plan | Finding:
     """The checks (in the pipeline's order) up to the first blocking finding, then jaxlib's client options.
 
     `apply_environment`: point HIP at a pip ROCm in os.environ (only the real registration does);
-    `load`: False plans without the child-process load (what it would learn stays unknown).
+    `load`: False plans without the child-process load (what it would learn stays unknown);
+    `facts`: where the caller keeps what the checks learn (the job check at backend start reads them).
     """
-    facts = Facts(settings)
+    facts = facts if facts is not None else Facts(settings)
     blocking, warnings = first_blocking_finding(facts, load=load)
     if blocking is not None:
         return blocking
@@ -186,9 +189,10 @@ def _initialize() -> None:
     if not rocm_in_platforms(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
         return
-    outcome = plan_registration(settings, apply_environment=True)
+    facts = Facts(settings)
+    outcome = plan_registration(settings, apply_environment=True, facts=facts)
     if isinstance(outcome, Finding):
-        _report_unavailable(outcome, platforms)
+        _report_unavailable(outcome, platforms, facts)
         return
     for finding in outcome.warnings:
         logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
@@ -199,10 +203,10 @@ def _initialize() -> None:
             "ROCm backend: avoiding known issues (JAX_ROCM_WORKAROUNDS=0 turns this off): %s",
             "; ".join(outcome.workarounds),
         )
-    _register(outcome, platforms)
+    _register(outcome, platforms, facts)
 
 
-def _register(plan: Plan, platforms: str | None) -> None:
+def _register(plan: Plan, platforms: str | None, facts: Facts) -> None:
     from jax._src import xla_bridge
     from jaxlib import xla_client
 
@@ -228,6 +232,7 @@ def _register(plan: Plan, platforms: str | None) -> None:
             platforms,
         )
         return
+    _check_job_at_backend_start(facts, platforms)
     logger.debug(
         "registered backend %r from %s (%s, PJRT C API %s)",
         BACKEND,
@@ -307,8 +312,10 @@ class RocmUnavailable(RuntimeError):
     """Raised by the placeholder backend factory: carries the finding's sentence."""
 
 
-def _report_unavailable(finding: Finding, platforms: str | None) -> None:
-    """One warning line (unless jax will raise it as an error), and a factory that raises it."""
+def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | None = None) -> None:
+    """One warning line (unless jax will raise it as an error), and a factory that raises it (after taking
+    part in the job check, where `facts` says what this process learned: the others must hear that its
+    backend will not come up)."""
     from jax._src import xla_bridge
 
     if not rocm_required(platforms):
@@ -317,6 +324,102 @@ def _report_unavailable(finding: Finding, platforms: str | None) -> None:
         return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
 
     def unavailable() -> Any:
+        if facts is not None:
+            _job_check(facts, finding, platforms)
         raise RocmUnavailable(f"{finding.sentence()} [{finding.id}]")
 
     xla_bridge.register_backend_factory(BACKEND, unavailable, priority=PRIORITY, fail_quietly=True)
+
+
+def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
+    """Put the job check in front of the factory jax registered for our library.
+
+    A refusal then falls back to CPU with one line where rocm was not required, as the loader's own refusals
+    do (jax registers plugins to fail loudly); so that a client that fails to start is not hidden by that, it
+    gets the same one line. Where jax keeps its factories otherwise, the check steps aside.
+    """
+    from jax._src import xla_bridge
+
+    registration = getattr(xla_bridge, "_backend_factories", {}).get(BACKEND)
+    create = getattr(registration, "factory", None)
+    if registration is None or create is None or not hasattr(registration, "fail_quietly"):
+        logger.debug("the job check steps aside: jax keeps its backend factories in another form")
+        return
+    required = rocm_required(platforms)
+
+    def checked() -> Any:
+        refusal = _job_check(facts, None, platforms)
+        if refusal is not None:
+            raise RocmUnavailable(refusal)
+        try:
+            return create()
+        except Exception as error:
+            if not required:
+                logger.warning("ROCm backend unavailable, jax falls back to CPU: its client did not start: %s", error)
+            raise
+
+    registration.factory = checked
+    registration.fail_quietly = not required
+
+
+def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) -> str | None:
+    """In a process of a multi-process job, at backend start (jax.distributed is initialized by then): the
+    job's processes compare their records and all act on one verdict (_job/check.py). Returns the sentence to
+    raise where the verdict refuses the backend; None to go on. Never raises; single processes do nothing."""
+    try:
+        from jax._src import distributed
+
+        state = distributed.global_state
+        client, count = state.client, int(state.num_processes or 0)
+        process_id = int(state.process_id)
+    except Exception:  # noqa: BLE001 - jax keeps its distributed state otherwise: no check
+        return None
+    if client is None or count <= 1:
+        return None
+    from jax_rocm7_plugin._job import check
+
+    settings = check.read_settings(os.environ)
+    for problem in settings.problems:
+        logger.warning("ROCm backend: %s", problem)
+    if settings.mode == "off":
+        return None
+    try:
+        join = _join_fact(state, process_id, count)
+        record = check.local_record(facts, blocking, join, os.environ, _jax_version())
+        outcome = check.run(client, process_id, count, record, start=check.next_start(), timeout=settings.timeout)
+    except Exception as error:  # noqa: BLE001 - an API this jaxlib lacks, a service gone: never worse than today
+        logger.debug("the job check steps aside: %s: %s", type(error).__name__, error)
+        return None
+    verdict = outcome.verdict
+    if verdict.kind == "agree" or (verdict.kind == "warn" and process_id != 0):
+        return None
+    if process_id == 0 and verdict.kind == "refuse" and outcome.findings:
+        logger.warning("%s", check.table(verdict, outcome.findings, count))
+    if verdict.kind == "refuse" and settings.mode == "error":
+        if blocking is None and not rocm_required(platforms):
+            logger.warning("ROCm backend unavailable, jax falls back to CPU: %s", verdict.line)
+        elif blocking is not None:
+            logger.warning("ROCm backend: %s", verdict.line)
+        return verdict.line
+    logger.warning("ROCm backend: %s", verdict.line)
+    return None
+
+
+def _join_fact(state: Any, process_id: int, count: int) -> Any:
+    """How this process joined, as jax.distributed says: the local device ids are the visible devices
+    jax.distributed.initialize gave the rocm backend (jax_rocm_visible_devices)."""
+    from jax._src import xla_bridge
+
+    from jax_rocm7_plugin._job.record import JoinFact
+
+    visible = str(getattr(getattr(xla_bridge, "_ROCM_VISIBLE_DEVICES", None), "value", "all") or "all")
+    ids = None if visible == "all" else tuple(int(i) for i in visible.split(",") if i.strip())
+    coordinator = str(getattr(state, "coordinator_address", None) or "")
+    return JoinFact(process_id, count, None, ids, coordinator, "jax.distributed")
+
+
+def _jax_version() -> str | None:
+    import sys
+
+    version = getattr(sys.modules.get("jax.version"), "_version", None)
+    return str(version) if version is not None else None

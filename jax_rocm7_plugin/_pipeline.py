@@ -328,15 +328,7 @@ def situation(
     # fix, and bugs of the GPU stack are not yet this machine's.
     usable = {gpu.node_index for gpu in machine.usable_gpus} if machine is not None else set()
     gpus = [node for _, node in facts.view.gpus if node.index in usable] if facts.view is not None else []
-    install = None
-    if facts.runtime is not None:
-        from jax_rocm7_plugin._machine.rocm_install import loaded_install
-        from jax_rocm7_plugin._names import HIP_SONAME
-
-        walk = facts.runtime.dependencies
-        install = loaded_install(facts.runtime.installs, walk.found.get(HIP_SONAME) if walk is not None else None)
-    elif facts.library is not None and with_rocm:
-        install = _quick_install(facts)
+    install = rocm_install(facts) if with_rocm or facts.runtime is not None else None
     home = None
     if install is not None:
         from jax_rocm7_plugin._machine.rocm_install import install_root
@@ -374,6 +366,18 @@ def _layout(home: Path | None) -> str | None:
     from jax_rocm7_plugin._machine.rocm_install import layout
 
     return layout(home)
+
+
+def rocm_install(facts: Facts) -> RocmInstall | None:
+    """The ROCm install the library will load: the one whose HIP runtime the dependency walk resolved; where the
+    walk did not run (the loader's quick path), see `situation`."""
+    if facts.runtime is not None:
+        from jax_rocm7_plugin._machine.rocm_install import loaded_install
+        from jax_rocm7_plugin._names import HIP_SONAME
+
+        walk = facts.runtime.dependencies
+        return loaded_install(facts.runtime.installs, walk.found.get(HIP_SONAME) if walk is not None else None)
+    return _quick_install(facts) if facts.library is not None else None
 
 
 def _quick_install(facts: Facts) -> RocmInstall | None:

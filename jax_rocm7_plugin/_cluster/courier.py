@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-PREFIX = "jax_rocm7_cluster"
+PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
 # What each launcher's module in jax reads: named when their values do not parse.
 LAUNCHER_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from jax_rocm7_plugin._cluster import catalog
-from jax_rocm7_plugin._cluster.catalog import ClusterFinding
-from jax_rocm7_plugin._cluster.phrases import hosts_phrase, processes_phrase
+from jax_rocm7_plugin._job import catalog
+from jax_rocm7_plugin._job.catalog import ClusterFinding
+from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 
 _REACHED = re.compile(r"# of tasks that reached the barrier: (\d+)/(\d+)")
 # After "timed out task names:", one task a line: "3", or "/job:jax_worker/replica:0/task:3".

@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from jax_rocm7_plugin._cluster import catalog, failures
-from jax_rocm7_plugin._cluster.catalog import ClusterFinding
+from jax_rocm7_plugin._cluster import failures
 from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, death_description
 from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
+from jax_rocm7_plugin._job import catalog
+from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
@@ -234,7 +235,7 @@ class _Run:
         return None
 
     def _record(self, report_and_facts: tuple[Any, Any] | BaseException, detected: dict[str, Any]) -> str:
-        from jax_rocm7_plugin._cluster.record import JoinFact, build_record, encode, failed_record
+        from jax_rocm7_plugin._job.record import JoinFact, encode, failed_record
 
         ids = detected.get("local_device_ids")
         join = JoinFact(
@@ -249,14 +250,14 @@ class _Run:
             return encode(failed_record(join, self.host, report_and_facts))
         report, facts = report_and_facts
         try:
-            return encode(build_record(report, facts, join, self.environ, self.host))
+            return encode(record_of(report, facts, join, self.environ, self.host))
         except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still a record
             return encode(failed_record(join, self.host, error))
 
     def _compare(self, link: CourierLink) -> int:
-        from jax_rocm7_plugin._cluster.compare import compare
         from jax_rocm7_plugin._cluster.launcher import slurm_hosts
-        from jax_rocm7_plugin._cluster.record import from_json
+        from jax_rocm7_plugin._job.compare import compare
+        from jax_rocm7_plugin._job.record import from_json
 
         try:
             gathered = link.wait_for(("records",), self.deadline + KILL_GRACE_SECONDS)
@@ -409,3 +410,12 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
         return preflight.run()
     except Exception as error:  # noqa: BLE001 - one finding, never a traceback
         return preflight.finish([catalog.internal_error(error, preflight.host)])
+
+
+def record_of(report: Any, facts: Any, join: Any, environ: Mapping[str, str], host: str) -> Any:
+    """The preflight's record of this process: from the doctor's report and facts, with the host's probes."""
+    from jax_rocm7_plugin._findings import first_blocking
+    from jax_rocm7_plugin._job.record import BackendVerdict, build_record
+
+    verdict = BackendVerdict.of(first_blocking(list(report.findings)))._replace(ok=report.ok)
+    return build_record(facts, join, environ, host, verdict=verdict, packages=report.packages, host_probes=True)

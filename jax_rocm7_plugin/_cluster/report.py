@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jax_rocm7_plugin._cluster.catalog import ClusterFinding
-from jax_rocm7_plugin._cluster.phrases import hosts_phrase, ranges
+from jax_rocm7_plugin._job.catalog import ClusterFinding, finding_lines
 from jax_rocm7_plugin._record import NamedTuple
 
 EXIT_CONSISTENT, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -68,16 +67,4 @@ def render_text(report: ClusterReport) -> str:
     else:
         problems = sum(1 for f in report.findings if f.is_problem)
         head = f"Cluster: {problems} problem(s): {count}"
-    lines = [head]
-    for finding in report.findings:
-        lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")
-        lines.append(f"      fix: {finding.fix}")
-        if finding.processes or finding.hosts:
-            concerns = []
-            if finding.processes:
-                concerns.append(f"processes {ranges(finding.processes)}")
-            if finding.hosts:
-                concerns.append(f"hosts {hosts_phrase(finding.hosts)}")
-            lines.append(f"      concerns: {'; '.join(concerns)}")
-        lines.extend(f"      evidence: {e}" for e in finding.evidence)
-    return "\n".join(lines)
+    return "\n".join([head, *finding_lines(report.findings)])

@@ -3,6 +3,7 @@ formats, and under this machine's real root."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -63,8 +64,9 @@ def test_loopback_is_judged_without_a_lookup() -> None:
 
 def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_library: Path) -> None:
     """unique_id as ROCR_VISIBLE_DEVICES's GPU-<hex>, location_id/domain as a PCI bus id, HIP's order."""
-    from jax_rocm7_plugin._cluster.record import JoinFact, build_record
+    from jax_rocm7_plugin._cluster.preflight import record_of
     from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+    from jax_rocm7_plugin._job.record import JoinFact
     from jax_rocm7_plugin._settings import read_settings
 
     root = host_sysroot(tmp_path / "root", "gpu-3", [Gpu(drm_render_minor=128), Gpu(drm_render_minor=129)])
@@ -73,13 +75,13 @@ def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_librar
         properties.write_text(properties.read_text() + f"unique_id {unique}\nlocation_id {location}\ndomain 1\n")
     environ = {"JAX_ROCM_PJRT_LIBRARY": str(standin_library), "ROCR_VISIBLE_DEVICES": "1,0", "HF_TOKEN": "abcdef"}
     report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
-    record = build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-3:1234", "arguments"), environ, host_name(root))
+    record = record_of(report, facts, JoinFact(0, 1, 0, None, "gpu-3:1234", "arguments"), environ, host_name(root))
     assert [(g.node, g.unique_id, g.pci_bus) for g in record.gpus] == [
         (1, "GPU-000000001234abcd", "0001:c1:00.0"),
         (2, "GPU-0000000000000055", "0001:03:01.0"),
     ]
     assert record.visible == (2, 1) and record.ok and record.host == "gpu-3"
-    assert record.library_sha256 is not None and len(record.library_sha256) == 64
+    assert record.library_identity == f"sha256:{hashlib.sha256(standin_library.read_bytes()).hexdigest()}"
     assert dict(record.environment) == {k: v for k, v in environ.items() if k != "HF_TOKEN"}
 
 
@@ -100,14 +102,15 @@ def _planted(process: int) -> dict[str, str]:
 
 
 def test_no_secret_leaves_in_a_record(tmp_path: Path, standin_library: Path) -> None:
-    from jax_rocm7_plugin._cluster.record import JoinFact, build_record, encode
+    from jax_rocm7_plugin._cluster.preflight import record_of
     from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+    from jax_rocm7_plugin._job.record import JoinFact, encode
     from jax_rocm7_plugin._settings import read_settings
 
     root = host_sysroot(tmp_path / "root", "gpu-0", [Gpu()])
     environ = {"JAX_ROCM_PJRT_LIBRARY": str(standin_library), **_planted(0)}
     report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
-    text = encode(build_record(report, facts, JoinFact(0, 1, 0, None, "gpu-0:1234", "arguments"), environ, "gpu-0"))
+    text = encode(record_of(report, facts, JoinFact(0, 1, 0, None, "gpu-0:1234", "arguments"), environ, "gpu-0"))
     assert not [s for s in SECRETS.values() if s in text] and "user:" not in text
     assert "NCCL_IB_HCA" in text and "<redacted>" in text
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._cluster.catalog import CLUSTER_FINDING_IDS
 from jax_rocm7_plugin._findings import FINDING_IDS
+from jax_rocm7_plugin._job.catalog import CLUSTER_FINDING_IDS
 from tests.support.environment import REPO
 
 PLUGIN = REPO / "jax_rocm7_plugin"
-SUB_PACKAGES = ("_binary", "_policy", "_machine", "_doctor", "_cluster", "_report")
+SUB_PACKAGES = ("_binary", "_policy", "_machine", "_doctor", "_cluster", "_report", "_job")
 # The contract with jax and jaxlib (and the documented tools): what stays public.
 PUBLIC_MODULES = {"__init__.py", "__main__.py", "version.py", "pytest_gpu_isolation.py"}
 

@@ -40,7 +40,7 @@ def join_then_die() -> None:
     # Die once the job is under way (another task's record is published), not while the others still join:
     # that would be a task that never joined, another test.
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not client.key_value_dir_get("jax_rocm7_cluster/record/"):
+    while time.monotonic() < deadline and not client.key_value_dir_get("jax_rocm7/cluster/record/"):
         time.sleep(0.1)
     os.kill(os.getpid(), signal.SIGKILL)
 

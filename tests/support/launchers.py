@@ -17,6 +17,7 @@ JAX_ROCM_SYSROOT at `<machines>/p<rank>`, and plays the part a test asks of that
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -88,6 +89,10 @@ class SlurmCluster:
             "\n".join(
                 [
                     "ClusterName=jaxrocmtest",
+                    # jax's Slurm detection takes the coordinator's port from the job id (61440 + id % 4096):
+                    # clusters that number from different ids keep their jobs' coordinators apart (two test
+                    # sessions on one machine), within the 256 ports test_cluster.py's imitated jobs leave.
+                    f"FirstJobId={random.randrange(1, 192)}",
                     f"SlurmctldHost={host}",
                     f"SlurmctldPort={free_port()}",
                     f"SlurmdPort={free_port()}",

@@ -3,7 +3,7 @@ on hosts of PER_HOST gfx942 GPUs, one GPU per process, with the odd ones changed
 
 from __future__ import annotations
 
-from jax_rocm7_plugin._cluster.record import GpuFact, JoinFact, ProcessRecord, RocmFact
+from jax_rocm7_plugin._job.record import GpuFact, JoinFact, ProcessRecord, RocmFact
 from jax_rocm7_plugin._machine.network import Interface
 
 PER_HOST = 8
@@ -19,7 +19,7 @@ def record(process: int, count: int, **changes: object) -> ProcessRecord:
         host=f"gpu-{process // PER_HOST}",
         versions=(("python", "3.11.7"), ("jax", "0.10.2"), ("jaxlib", "0.10.2"), ("jax-rocm7-plugin", "0.10.2")),
         library_path="/site/xla_rocm_plugin.so",
-        library_sha256="ab" * 32,
+        library_identity="sha256:" + "ab" * 32,
         rocm=RocmFact("7.2.0", "/opt/rocm", "/opt/rocm"),
         gpus=gpus,
         visible=tuple(g.node for g in gpus),

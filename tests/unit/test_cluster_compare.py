@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from jax_rocm7_plugin._cluster.compare import compare, socket_ifname_problem
 from jax_rocm7_plugin._cluster.failures import coordinator_view
 from jax_rocm7_plugin._cluster.launcher import expand_hostlist, slurm_hosts, tasks_per_node
-from jax_rocm7_plugin._cluster.phrases import ranges
-from jax_rocm7_plugin._cluster.record import (
+from jax_rocm7_plugin._job.compare import compare, socket_ifname_problem
+from jax_rocm7_plugin._job.phrases import ranges
+from jax_rocm7_plugin._job.record import (
     GpuFact,
     JoinFact,
     ProcessRecord,
@@ -51,7 +51,14 @@ def test_versions_library_and_backend() -> None:
     versions = (("python", "3.11.7"), ("jax", "0.10.2"), ("jaxlib", "0.10.1"), ("jax-rocm7-plugin", "0.10.2"))
     error = ("kfd-device-missing", "the amdgpu driver is loaded but /dev/kfd does not exist here", "pass /dev/kfd")
     found = ids(
-        job(16, {3: {"versions": versions}, 5: {"library_sha256": "cd" * 32}, 9: {"ok": False, "first_error": error}})
+        job(
+            16,
+            {
+                3: {"versions": versions},
+                5: {"library_identity": "sha256:" + "cd" * 32},
+                9: {"ok": False, "first_error": error},
+            },
+        )
     )
     assert found == {
         "cluster-version-mismatch": (3,),

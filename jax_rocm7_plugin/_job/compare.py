@@ -10,11 +10,11 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from jax_rocm7_plugin._cluster import catalog
-from jax_rocm7_plugin._cluster.catalog import ClusterFinding, ClusterFindingId
-from jax_rocm7_plugin._cluster.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
-from jax_rocm7_plugin._cluster.record import ProcessRecord
 from jax_rocm7_plugin._findings import Severity
+from jax_rocm7_plugin._job import catalog
+from jax_rocm7_plugin._job.catalog import ClusterFinding, ClusterFindingId
+from jax_rocm7_plugin._job.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
+from jax_rocm7_plugin._job.record import ProcessRecord
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy, known_issues
@@ -26,29 +26,27 @@ Records = Mapping[int, ProcessRecord]
 DOCTOR_COMMAND = f"python -m {PLUGIN_PACKAGE} doctor"
 
 
-def compare(records: Records) -> list[ClusterFinding]:
-    """Every cluster finding for the processes that reported, most decisive first."""
+def compare(records: Records, *, host_probes: bool = True) -> list[ClusterFinding]:
+    """Every cluster finding for the processes that reported, most decisive first. `host_probes`: the records
+    carry the host's interfaces, RDMA devices, /dev/shm and open-file limit (the preflight's; at backend start
+    they do not, and the rules that read them are left out)."""
     hosts = _by_host(records)
     found: list[ClusterFinding] = []
-    for check in (
-        _backend,
-        _versions,
-        _library,
-        _rocm,
-        _gpu_arch,
-        _gpu_count,
-        _gpu_use,
-        _visibility,
-        _socket_ifname,
-        _coordinator,
-        _rdma,
-        _shm,
-        _open_files,
-        _environment,
-        _known_issues,
-    ):
-        found.extend(check(records, hosts))
+    for check in _RULES:
+        if host_probes or check not in _HOST_PROBE_RULES:
+            found.extend(check(records, hosts))
     return found
+
+
+def compare_at_backend_start(records: Records) -> list[ClusterFinding]:
+    """The job check's comparison: records without host probes, and where some processes' backends will not
+    come up, that finding over every process, and the other rules over those whose backends will only (the
+    others' records stop where their loader stopped: their library, C API and workarounds are unknown)."""
+    up = {pid: r for pid, r in records.items() if r.ok}
+    if len(up) == len(records):
+        return compare(records, host_probes=False)
+    rest = [f for f in compare(up, host_probes=False) if f.id != "cluster-backend-unavailable"]
+    return [*_backend(records, _by_host(records)), *rest]
 
 
 def _by_host(records: Records) -> dict[str, list[int]]:
@@ -157,8 +155,8 @@ def _differs(
 def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     return _differs(
         records,
-        _group(records, lambda r: r.library_sha256),
-        lambda s: f"sha256 {s[:12]}" if s else "no PJRT library",
+        _group(records, lambda r: r.library_identity),
+        lambda s: _identity_label(s) if s else "no PJRT library",
         (
             "cluster-library-mismatch",
             "error",
@@ -170,20 +168,34 @@ def _library(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFindi
     )
 
 
+def _identity_label(identity: str) -> str:
+    """ "sha256 0123456789ab" or "4096 bytes, head and tail 0123456789ab" (record.library_identity)."""
+    kind, _, rest = identity.partition(":")
+    if kind == "sampled":
+        size, _, digest = rest.partition(":")
+        return f"{size} bytes, head and tail {digest[:12]}"
+    return f"{kind} {rest[:12]}"
+
+
 def _rocm(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """An error where the major releases differ (or one is unknown): HIP, RCCL and the library's ABI change
+    with it; a warning where only the minor release or the source differs."""
     if all(r.rocm is None for r in records.values()):
         return []
 
     def label(key: tuple[str | None, str] | None) -> str:
         return "no ROCm" if key is None else f"ROCm {key[0] or 'of unknown version'} ({key[1]})"
 
+    groups = _group(records, lambda r: (r.rocm.version, r.rocm.source) if r.rocm else None)
+    majors = {key[0].split(".")[0] if key is not None and key[0] else None for key in groups}
+    severity: Severity = "error" if len(majors) > 1 or None in majors else "warning"
     return _differs(
         records,
-        _group(records, lambda r: (r.rocm.version, r.rocm.source) if r.rocm else None),
+        groups,
         label,
         (
             "cluster-rocm-mismatch",
-            "error",
+            severity,
             "the ROCm the library loads differs across processes: {groups}",
             "install the same ROCm release, from the same source, on every host (or use one container image)",
         ),
@@ -598,3 +610,23 @@ def _release(version: str | None) -> str | None:
         return release_str(version) if version else None
     except ValueError:
         return None
+
+
+_RULES = (
+    _backend,
+    _versions,
+    _library,
+    _rocm,
+    _gpu_arch,
+    _gpu_count,
+    _gpu_use,
+    _visibility,
+    _socket_ifname,
+    _coordinator,
+    _rdma,
+    _shm,
+    _open_files,
+    _environment,
+    _known_issues,
+)
+_HOST_PROBE_RULES = frozenset({_socket_ifname, _rdma, _shm, _open_files})

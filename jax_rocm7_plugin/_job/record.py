@@ -1,11 +1,12 @@
 """What one process of a job publishes: a bounded record of what its job depends on.
 
-Built from the doctor's report and the facts its pipeline learned (no second spelling of the
-checks), plus the per-host facts only a job compares: host name, network interfaces, RDMA
-devices, /dev/shm, the open-file limit and the variables that steer collectives. Secrets
-never leave the process: values of variables whose names look like credentials, credentials
-in URLs, and any such value seen again inside another value become `<redacted>`. JSON only at
-the edge (`to_json` / `from_json`); `encode` keeps the record within the policy's bound.
+Built from the facts the pipeline learned and its verdict (no second spelling of the checks): by the
+preflight from the doctor's report, at backend start from the loader's reading. The preflight adds
+the per-host facts only it compares (network interfaces, RDMA devices, /dev/shm, the open-file
+limit); both add the host name and the variables that steer collectives. Secrets never leave the
+process: values of variables whose names look like credentials, credentials in URLs, and any such
+value seen again inside another value become `<redacted>`. JSON only at the edge (`to_json` /
+`from_json`); `encode` keeps the record within the policy's bound.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin._doctor.report import Report
-from jax_rocm7_plugin._findings import first_blocking
+from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.network import Interface
+from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
 from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._policy import cluster_policy
 from jax_rocm7_plugin._policy.cluster_policy import REDACTED
 from jax_rocm7_plugin._record import NamedTuple
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _MIN_SECRET_CHARS = 4  # shorter values ("1", "no") would redact half of every other value
 
@@ -58,9 +59,9 @@ class JoinFact(NamedTuple):
 class ProcessRecord(NamedTuple):
     join: JoinFact
     host: str
-    versions: tuple[tuple[str, str | None], ...]  # python, jax, jaxlib, plugin, pjrt
+    versions: tuple[tuple[str, str | None], ...]  # python, plugin, pjrt, jax, jaxlib, the PJRT C API
     library_path: str | None
-    library_sha256: str | None
+    library_identity: str | None  # see `library_identity`
     rocm: RocmFact | None  # the install the library will load its HIP runtime from
     gpus: tuple[GpuFact, ...]
     visible: tuple[int, ...]  # KFD nodes left to HIP, in HIP's order
@@ -95,7 +96,7 @@ class ProcessRecord(NamedTuple):
             "join": self.join._asdict(),
             "host": self.host,
             "versions": dict(self.versions),
-            "library": {"path": self.library_path, "sha256": self.library_sha256},
+            "library": {"path": self.library_path, "identity": self.library_identity},
             "rocm": self.rocm._asdict() if self.rocm is not None else None,
             "gpus": [g._asdict() for g in self.gpus],
             "visible": list(self.visible),
@@ -131,7 +132,7 @@ def from_json(data: Mapping[str, Any]) -> ProcessRecord:
             host=str(data["host"]),
             versions=tuple((str(k), None if v is None else str(v)) for k, v in data["versions"].items()),
             library_path=data["library"]["path"],
-            library_sha256=data["library"]["sha256"],
+            library_identity=data["library"]["identity"],
             rocm=None if rocm is None else RocmFact(rocm["version"], str(rocm["source"]), str(rocm["location"])),
             gpus=tuple(GpuFact(int(g["node"]), g["gfx"], g["unique_id"], g["pci_bus"]) for g in data["gpus"]),
             visible=tuple(int(n) for n in data["visible"]),
@@ -242,6 +243,55 @@ def file_sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
+_SAMPLE_BYTES = 1 << 20
+
+
+def library_identity(library: LibraryChoice, *, full: bool) -> str | None:
+    """What says two processes load the same library build, the same way on every host (never an inode).
+
+    `full` (the preflight): the file's sha256. At backend start, hashing 500 MB in every process would cost
+    seconds: the sha256 that the pjrt wheel's build_info states for its library, where the file still has the
+    size stated there; else (JAX_ROCM_PJRT_LIBRARY, a runfile, a file swapped in the wheel) the size with a
+    sha256 of its first and last MiB, where the ELF header, the build id and the section table live.
+    """
+    path = library.path
+    if full:
+        digest = file_sha256(path)
+        return f"sha256:{digest}" if digest is not None else None
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if library.pjrt_version is not None:
+        stated = _stated_build(size)
+        if stated is not None:
+            return f"sha256:{stated}"
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as stream:
+            digest.update(stream.read(_SAMPLE_BYTES))
+            if size > 2 * _SAMPLE_BYTES:
+                stream.seek(size - _SAMPLE_BYTES)
+            digest.update(stream.read(_SAMPLE_BYTES))
+    except OSError:
+        return None
+    return f"sampled:{size}:{digest.hexdigest()}"
+
+
+def _stated_build(size: int) -> str | None:
+    """The library sha256 in the pjrt wheel's build_info, where the size stated beside it is `size`."""
+    import importlib
+
+    from jax_rocm7_plugin._names import PJRT_PACKAGE
+
+    try:
+        info = importlib.import_module(PJRT_PACKAGE).build_info()
+        stated, stated_size = info.get("library_sha256"), info.get("library_size")
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    return str(stated) if isinstance(stated, str) and stated_size == size else None
+
+
 def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
     """Every GPU of the KFD topology, and the nodes HIP will use (in HIP's order)."""
     machine, view = facts.machine, facts.view
@@ -271,20 +321,13 @@ def _pci_bus(properties: Mapping[str, int]) -> str | None:
 
 
 def rocm_fact(facts: Facts) -> RocmFact | None:
-    """The ROCm install the library loads its HIP runtime from; else the first one found (the one
-    ROCM_PATH or /opt/rocm names)."""
-    from jax_rocm7_plugin._names import HIP_SONAME
+    """The ROCm install the library will load its HIP runtime from, as the pipeline chose it (`rocm_install`)."""
+    from jax_rocm7_plugin._pipeline import rocm_install
 
-    runtime = facts.runtime
-    if runtime is None or not runtime.installs:
-        return None
-    dependencies = runtime.dependencies
-    hip = dependencies.found.get(HIP_SONAME) if dependencies is not None else None
-    chosen = runtime.installs[0]
-    if hip is not None:
-        resolved = hip.resolve()
-        chosen = next((i for i in runtime.installs if resolved in {p.resolve() for p in i.hip_runtimes}), chosen)
-    return RocmFact(chosen.version, chosen.source, chosen.location)
+    install = rocm_install(facts)
+    if install is None and facts.runtime is not None and facts.runtime.installs:
+        install = facts.runtime.installs[0]  # no ROCm 7 where the library looks: say which ROCm is there
+    return None if install is None else RocmFact(install.version, install.source, install.location)
 
 
 def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRecord:
@@ -313,31 +356,66 @@ def failed_record(join: JoinFact, host: str, error: BaseException) -> ProcessRec
     )
 
 
-def build_record(report: Report, facts: Facts, join: JoinFact, environ: Mapping[str, str], host: str) -> ProcessRecord:
-    """This process's record, from the doctor's report and facts and this host's probes (`host`: its name,
-    as `_machine.host.host_name` reads it under the sysroot)."""
+class BackendVerdict(NamedTuple):
+    """Would the ROCm backend come up in this process, and if not, the first reason (id, summary, fix)."""
+
+    ok: bool
+    first_error: tuple[str, str, str] | None
+
+    @classmethod
+    def of(cls, blocking: Finding | None) -> BackendVerdict:
+        if blocking is None:
+            return cls(True, None)
+        return cls(False, (blocking.id, blocking.summary, blocking.fix))
+
+
+def build_record(
+    facts: Facts,
+    join: JoinFact,
+    environ: Mapping[str, str],
+    host: str,
+    *,
+    verdict: BackendVerdict,
+    packages: tuple[tuple[str, str | None], ...],
+    host_probes: bool,
+) -> ProcessRecord:
+    """This process's record from the pipeline's facts and verdict (`host`: its name, as
+    `_machine.host.host_name` reads it under the sysroot; `packages`: (distribution, version) pairs).
+
+    `host_probes` (the preflight): the file's full sha256 and the host's interfaces, RDMA devices, /dev/shm and
+    open-file limit; without it (backend start) those stay empty and the library's identity is the cheap one.
+    """
+    root = facts.settings.sysroot
+    gpus, visible = gpu_facts(facts)
+    library = facts.library
+    python = ("python", ".".join(str(n) for n in sys.version_info[:3]))
+    c_api = facts.verdict.c_api_version if facts.verdict is not None else None
+    record = ProcessRecord(
+        join=join,
+        host=host,
+        versions=(python, *packages, ("PJRT C API", c_api)),
+        library_path=str(library.path) if library is not None else None,
+        library_identity=library_identity(library, full=host_probes) if library is not None else None,
+        rocm=rocm_fact(facts),
+        gpus=gpus,
+        visible=visible,
+        ok=verdict.ok,
+        first_error=verdict.first_error,
+        environment=steering_environment(environ),
+        shm_bytes=None,
+        open_files=(None, None),
+        interfaces=(),
+        rdma_devices=(),
+        verbs_nodes=(),
+    )
+    if not host_probes:
+        return record
     from jax_rocm7_plugin._machine.host import open_files_limit
     from jax_rocm7_plugin._machine.network import interfaces, rdma_devices
     from jax_rocm7_plugin._machine.shm import shm_size
 
-    root = facts.settings.sysroot
-    gpus, visible = gpu_facts(facts)
-    library = facts.library.path if facts.library is not None else None
-    first = first_blocking(list(report.findings))
     rdma = rdma_devices(root)
-    python = ("python", ".".join(str(n) for n in sys.version_info[:3]))
-    return ProcessRecord(
-        join=join,
-        host=host,
-        versions=(python, *report.packages),
-        library_path=str(library) if library is not None else None,
-        library_sha256=file_sha256(library) if library is not None else None,
-        rocm=rocm_fact(facts),
-        gpus=gpus,
-        visible=visible,
-        ok=report.ok,
-        first_error=(first.id, first.summary, first.fix) if first is not None else None,
-        environment=steering_environment(environ),
+    return record._replace(
         shm_bytes=shm_size(root)[0],
         open_files=open_files_limit(),
         interfaces=interfaces(root),

@@ -6,6 +6,7 @@ the processes and hosts it concerns: for a mismatch, those outside the largest g
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, get_args
 
 from jax_rocm7_plugin._findings import Severity
@@ -116,3 +117,22 @@ def internal_error(error: BaseException, host: str) -> ClusterFinding:
         f"report this to the {PLUGIN_DISTRIBUTION} maintainers with the command line and this message",
         hosts=(host,),
     )
+
+
+def finding_lines(findings: Iterable[ClusterFinding]) -> list[str]:
+    """The findings as the preflight and the job check print them: severity, id, summary, fix, whom, evidence."""
+    from jax_rocm7_plugin._job.phrases import hosts_phrase, ranges
+
+    lines: list[str] = []
+    for finding in findings:
+        lines.append(f"  [{finding.severity}] {finding.id}: {finding.summary}")
+        lines.append(f"      fix: {finding.fix}")
+        concerns = []
+        if finding.processes:
+            concerns.append(f"processes {ranges(finding.processes)}")
+        if finding.hosts:
+            concerns.append(f"hosts {hosts_phrase(finding.hosts)}")
+        if concerns:
+            lines.append(f"      concerns: {'; '.join(concerns)}")
+        lines.extend(f"      evidence: {e}" for e in finding.evidence)
+    return lines

@@ -1,0 +1,326 @@
+"""The job check at backend start: the processes of a multi-process job compare their records and all act on
+one verdict, before any of them creates the ROCm client.
+
+Each process publishes its record (record.py, without the preflight's host probes) at
+`jax_rocm7/job-check/<start>/record/<process>` in jax's coordination service. Process 0 reads them (O(N)),
+compares them with the preflight's own rules (compare.py) and publishes one verdict at
+`jax_rocm7/job-check/<start>/verdict`; every other process reads only that key (O(1)). A process that gives up
+waiting publishes an "incomplete" verdict there instead. The service refuses to set a key twice, so the first
+verdict set is the one every process acts on, whoever set it. `<start>` counts this process's backend starts
+(the processes of a job start their backends in the same order), so a second start in one job, after
+jax.clear_backends(), never reads the first one's keys.
+
+Pure but for the store (anything with the coordination client's three methods) and the clock: the loader
+passes jax's client, the tests a dict-backed store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Literal, Protocol
+
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._job import catalog
+from jax_rocm7_plugin._job.catalog import ClusterFinding
+from jax_rocm7_plugin._job.phrases import processes_phrase
+from jax_rocm7_plugin._job.record import JoinFact, ProcessRecord
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._pipeline import Facts
+from jax_rocm7_plugin._record import NamedTuple
+
+MODE_VARIABLE = "JAX_ROCM_JOB_CHECK"
+TIMEOUT_VARIABLE = "JAX_ROCM_JOB_CHECK_TIMEOUT"
+Mode = Literal["error", "warn", "off"]
+MODES: tuple[Mode, ...] = ("error", "warn", "off")
+# jax.distributed.initialize has already waited for every process to connect, so a healthy job's processes
+# reach backend start seconds apart; this leaves minutes for one that loads data or compiles first. (The ROCm
+# client's own start waits for every process too, so a late process costs the others that time either way.)
+DEFAULT_TIMEOUT_SECONDS = 120.0
+# The others wait this much longer than process 0, which compares after its own wait.
+VERDICT_GRACE_SECONDS = 5.0
+# How long a process that could not set the verdict waits to read the one that was set first.
+READ_BACK_SECONDS = 5.0
+PREFIX = "jax_rocm7/job-check"
+SUMMARY_MAX_CHARS = 300
+CLUSTER_COMMAND = f"python -m {PLUGIN_PACKAGE} cluster"
+
+VerdictKind = Literal["agree", "refuse", "warn", "incomplete"]
+_starts: Iterator[int] = itertools.count()
+
+
+class CheckSettings(NamedTuple):
+    mode: Mode
+    timeout: float
+    problems: tuple[str, ...]  # one sentence per bad value (the default is used)
+
+
+def read_settings(environ: Mapping[str, str]) -> CheckSettings:
+    """JAX_ROCM_JOB_CHECK (error, warn or off) and JAX_ROCM_JOB_CHECK_TIMEOUT (seconds, above 0)."""
+    problems: list[str] = []
+    mode: Mode = "error"
+    text = environ.get(MODE_VARIABLE, "").strip().lower()
+    if text in MODES:
+        mode = text  # type: ignore[assignment]
+    elif text:
+        problems.append(f"{MODE_VARIABLE}={environ[MODE_VARIABLE]!r} is none of {', '.join(MODES)}: using error")
+    timeout = DEFAULT_TIMEOUT_SECONDS
+    raw = environ.get(TIMEOUT_VARIABLE, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value > 0:
+            timeout = value
+        else:
+            problems.append(
+                f"{TIMEOUT_VARIABLE}={environ[TIMEOUT_VARIABLE]!r} is not a number of seconds above 0: "
+                f"using {DEFAULT_TIMEOUT_SECONDS:g}"
+            )
+    return CheckSettings(mode, timeout, tuple(problems))
+
+
+class Verdict(NamedTuple):
+    """What every process of the job acts on. `line`: what each prints ("" where all agree)."""
+
+    kind: VerdictKind
+    line: str = ""
+    processes: tuple[int, ...] = ()  # the odd ones: those a refusal or warning concerns, or those missing
+    missing: tuple[int, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"kind": self.kind, "line": self.line, "processes": list(self.processes), "missing": list(self.missing)}
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Verdict:
+        try:
+            data = json.loads(text)
+            kind = data["kind"]
+            if kind not in ("agree", "refuse", "warn", "incomplete"):
+                raise ValueError(f"verdict kind {kind!r}")
+            return cls(
+                kind,
+                str(data["line"]),
+                tuple(int(p) for p in data["processes"]),
+                tuple(int(p) for p in data["missing"]),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a job-check verdict: {error}") from None
+
+
+class Store(Protocol):
+    """What the check needs of jax's DistributedRuntimeClient."""
+
+    def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None: ...
+
+    def blocking_key_value_get(self, key: str, timeout_in_ms: int) -> str: ...
+
+    def key_value_dir_get(self, key: str) -> list[tuple[str, str]]: ...
+
+
+class Outcome(NamedTuple):
+    verdict: Verdict
+    findings: tuple[ClusterFinding, ...] = ()  # process 0's, for its table; empty elsewhere
+
+
+def next_start() -> int:
+    """This process's backend starts, counted from 0."""
+    return next(_starts)
+
+
+def run(
+    store: Store,
+    process_id: int,
+    num_processes: int,
+    record: str,
+    *,
+    start: int,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> Outcome:
+    """Publish `record` (encoded), then settle on the job's verdict. Exceptions from the store other than a
+    wait running out propagate: the caller steps aside."""
+    base = f"{PREFIX}/{start}"
+    store.key_value_set(f"{base}/record/{process_id}", record)
+    if process_id == 0:
+        texts = _gather(store, base, num_processes, record, clock() + timeout, clock)
+        records, unreadable = _parse(texts)
+        missing = tuple(sorted({*(p for p in range(num_processes) if p not in texts), *unreadable}))
+        findings = tuple(_findings(records))
+        verdict = decide(records, findings, missing, timeout)
+        settled = _settle(store, base, verdict)
+        return Outcome(settled, findings if settled == verdict else ())
+    try:
+        text = store.blocking_key_value_get(f"{base}/verdict", _ms(timeout + VERDICT_GRACE_SECONDS))
+    except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
+        present = {_process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/")}
+        missing = tuple(p for p in range(num_processes) if p not in present)
+        return Outcome(_settle(store, base, no_verdict(missing, timeout)))
+    return Outcome(Verdict.from_json(text))
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _process_of(key: str) -> int:
+    tail = key.rstrip("/").rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _gather(
+    store: Store, base: str, count: int, own: str, deadline: float, clock: Callable[[], float]
+) -> dict[int, str]:
+    """Every record published by the deadline: one blocking read per process, then one listing for the rest."""
+    texts = {0: own}
+    for process in range(1, count):
+        remaining = deadline - clock()
+        if remaining <= 0:
+            break
+        try:
+            texts[process] = store.blocking_key_value_get(f"{base}/record/{process}", _ms(remaining))
+        except Exception:  # noqa: BLE001 - the wait ran out: the listing below takes what has come
+            break
+    if len(texts) < count:
+        for key, value in store.key_value_dir_get(f"{base}/record/"):
+            process = _process_of(key)
+            if 0 <= process < count:
+                texts.setdefault(process, value)
+    return texts
+
+
+def _parse(texts: Mapping[int, str]) -> tuple[dict[int, ProcessRecord], tuple[int, ...]]:
+    from jax_rocm7_plugin._job.record import from_json
+
+    records: dict[int, ProcessRecord] = {}
+    unreadable: list[int] = []
+    for process, text in texts.items():
+        try:
+            records[process] = from_json(json.loads(text))
+        except ValueError:  # another release's record, or garbage: it counts as missing
+            unreadable.append(process)
+    return records, tuple(unreadable)
+
+
+def _findings(records: Mapping[int, ProcessRecord]) -> list[ClusterFinding]:
+    from jax_rocm7_plugin._job.compare import compare_at_backend_start
+
+    if not any(r.ok for r in records.values()):
+        return []  # no process would start the backend: each has said why, and nothing differs that matters
+    return compare_at_backend_start(records)
+
+
+def refuses(finding: ClusterFinding) -> bool:
+    """Where the job's collectives would hang or compute wrongly: errors, but for known issues (which warn)."""
+    return finding.severity == "error" and finding.id != "cluster-known-issue"
+
+
+def decide(
+    records: Mapping[int, ProcessRecord], findings: tuple[ClusterFinding, ...], missing: tuple[int, ...], timeout: float
+) -> Verdict:
+    """Refuse where a finding refuses; else incomplete where processes are missing; else warn; else agree."""
+    count = len(records) + len(missing)
+    refusing = [f for f in findings if refuses(f)]
+    if refusing:
+        first = refusing[0]
+        also = f"; {len(refusing) - 1} more reason(s)" if len(refusing) > 1 else ""
+        late = f"; {processes_phrase(missing)} did not report" if missing else ""
+        line = (
+            f"the ROCm backend starts in none of this job's {count} processes: {_bounded(first.summary)} "
+            f"[{first.id}]{also}{late}. Process 0 printed the table; `{CLUSTER_COMMAND}` checks a job before it runs"
+        )
+        return Verdict("refuse", line, first.processes, missing)
+    if missing:
+        return no_verdict(missing, timeout)
+    problems = [f for f in findings if f.is_problem]
+    if problems:
+        first = problems[0]
+        also = f"; {len(problems) - 1} more" if len(problems) > 1 else ""
+        line = f"this job's processes differ: {_bounded(first.summary)} [{first.id}]{also}; the ROCm backend starts"
+        return Verdict("warn", line, first.processes)
+    return Verdict("agree")
+
+
+def no_verdict(missing: tuple[int, ...], timeout: float) -> Verdict:
+    """The check could not conclude: never a reason to fail a job that may well be healthy."""
+    if missing:
+        who = f"{processes_phrase(missing)} (host unknown: no record came)"
+        line = f"the job check heard nothing from {who} within {timeout:g} s ({TIMEOUT_VARIABLE})"
+    else:
+        line = f"the job check got every record but no verdict from process 0 within {timeout:g} s"
+    return Verdict("incomplete", f"{line}; the ROCm backend starts unchecked", missing, missing)
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= SUMMARY_MAX_CHARS else text[: SUMMARY_MAX_CHARS - 3] + "..."
+
+
+def _settle(store: Store, base: str, verdict: Verdict) -> Verdict:
+    """Set the job's verdict unless one is set already; the one set first, either way."""
+    key = f"{base}/verdict"
+    try:
+        store.key_value_set(key, verdict.to_json())
+        return verdict
+    except Exception:  # noqa: BLE001 - ALREADY_EXISTS: another process settled it first
+        pass
+    try:
+        return Verdict.from_json(store.blocking_key_value_get(key, _ms(READ_BACK_SECONDS)))
+    except Exception:  # noqa: BLE001 - unreadable: ours is the best this process knows
+        return verdict
+
+
+def local_record(
+    facts: Facts, blocking: Finding | None, join: JoinFact, environ: Mapping[str, str], jax_version: str | None
+) -> str:
+    """This process's record at backend start, encoded: the loader's facts and verdict (`blocking`: its first
+    blocking finding, None where the backend would come up), the versions every process states alike (also
+    where the loader's checks stopped early), no host probes."""
+    from jax_rocm7_plugin._job.record import BackendVerdict, build_record, encode
+    from jax_rocm7_plugin._machine.host import host_name
+    from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
+    from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+    from jax_rocm7_plugin.version import __version__ as plugin_version
+
+    packages = (
+        (PLUGIN_DISTRIBUTION, plugin_version),
+        (PJRT_DISTRIBUTION, _pjrt_version(facts)),
+        ("jax", jax_version),
+        ("jaxlib", facts.jaxlib or jaxlib_version()),
+    )
+    host = host_name(facts.settings.sysroot)
+    verdict = BackendVerdict.of(blocking)
+    return encode(build_record(facts, join, environ, host, verdict=verdict, packages=packages, host_probes=False))
+
+
+def _pjrt_version(facts: Facts) -> str | None:
+    """The pjrt wheel's release as its build_info states it (where the loader's checks did not get that far)."""
+    if facts.library is not None and facts.library.pjrt_version is not None:
+        return facts.library.pjrt_version
+    import importlib
+    import importlib.util
+
+    from jax_rocm7_plugin._names import PJRT_PACKAGE
+
+    try:
+        if importlib.util.find_spec(PJRT_PACKAGE) is None:
+            return None
+        return str(importlib.import_module(PJRT_PACKAGE).build_info()["version"])
+    except (ImportError, OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def table(verdict: Verdict, findings: tuple[ClusterFinding, ...], count: int) -> str:
+    """Process 0's full text: the verdict, then each finding as the preflight prints it."""
+    head = {
+        "refuse": "Job check: the ROCm backend does not start",
+        "warn": "Job check: the ROCm backend starts; the processes differ",
+        "incomplete": "Job check: incomplete",
+        "agree": "Job check: consistent",
+    }[verdict.kind]
+    return "\n".join([f"{head} ({count} processes)", *catalog.finding_lines(findings)])
