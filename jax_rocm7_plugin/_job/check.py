@@ -142,10 +142,12 @@ def run(
     *,
     start: int,
     timeout: float,
+    grace: float = VERDICT_GRACE_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
-    """Publish `record` (encoded), then settle on the job's verdict. Exceptions from the store other than a
-    wait running out propagate: the caller steps aside."""
+    """Publish `record` (encoded), then settle on the job's verdict: process 0 waits `timeout` for the others'
+    records, the others `timeout + grace` for the verdict. Exceptions from the store other than a wait running
+    out propagate: the caller steps aside."""
     base = f"{PREFIX}/{start}"
     store.key_value_set(f"{base}/record/{process_id}", record)
     if process_id == 0:
@@ -157,7 +159,7 @@ def run(
         settled = _settle(store, base, verdict)
         return Outcome(settled, findings if settled == verdict else ())
     try:
-        text = store.blocking_key_value_get(f"{base}/verdict", _ms(timeout + VERDICT_GRACE_SECONDS))
+        text = store.blocking_key_value_get(f"{base}/verdict", _ms(timeout + grace))
     except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
         present = {_process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/")}
         missing = tuple(p for p in range(num_processes) if p not in present)

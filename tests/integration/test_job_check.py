@@ -1,0 +1,210 @@
+"""The job check at backend start with the real engine: jax.distributed on localhost (jax 0.10.2, this
+checkout), our loader registering the stand-in library as 'rocm' in every process, each process with its own
+machine (sysroot). Every process must reach the same verdict and exit status, the odd one named, nobody hung.
+(jax 0.12.0 on CPython 3.12: tests/e2e/test_cluster_releases.py; under srun and mpirun: tests/e2e/test_launchers.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cluster import Outcome, free_port, gpus_with_ids, host_sysroot, run_together
+from tests.support.environment import REPO
+from tests.support.snippets import clean_env
+
+PROGRAM = REPO / "tests" / "support" / "job_program.py"
+LIMIT = 120.0  # seconds for a whole job; a healthy one takes a few
+CHECK_LINE = "ROCm backend"
+
+
+class JobRun:
+    """The job's outcomes: each process's exit status, its JOB line, and its lines from our logger."""
+
+    def __init__(self, outcomes: list[Outcome]) -> None:
+        self.outcomes = outcomes
+        self.results: list[dict[str, Any]] = []
+        for outcome in outcomes:
+            lines = [line for line in outcome.stdout.splitlines() if line.startswith("JOB ")]
+            assert lines, f"no JOB line (exit {outcome.returncode}): {outcome.stderr[-2500:]}"
+            self.results.append(json.loads(lines[-1][4:]))
+
+    @property
+    def codes(self) -> list[int | None]:
+        return [o.returncode for o in self.outcomes]
+
+    def lines(self, process: int) -> list[str]:
+        """Our logger's lines in a process's stderr (the warning prefix is the logger's own)."""
+        return [line for line in self.outcomes[process].stderr.splitlines() if CHECK_LINE in line]
+
+
+def run_job(
+    tmp_path: Path,
+    standin: Path,
+    count: int,
+    *,
+    gfx: dict[int, int] | None = None,
+    no_kfd: tuple[int, ...] = (),
+    library: dict[int, Path] | None = None,
+    each: dict[str, str] | None = None,
+    per_process: dict[int, dict[str, str]] | None = None,
+) -> JobRun:
+    port = free_port()
+    commands = []
+    for process in range(count):
+        root = host_sysroot(
+            tmp_path / f"p{process}",
+            "node-0",
+            gpus_with_ids(count, (gfx or {}).get(process, 90402)),
+            kfd=process not in no_kfd,
+        )
+        env = clean_env(
+            JAX_ROCM_SYSROOT=str(root),
+            JAX_ROCM_PJRT_LIBRARY=str((library or {}).get(process, standin)),
+            PYTHONPATH=str(REPO),
+            XDG_CACHE_HOME=str(tmp_path / "cache"),
+            **(each or {}),
+            **(per_process or {}).get(process, {}),
+        )
+        argv = [sys.executable, str(PROGRAM), f"127.0.0.1:{port}", str(count), str(process)]
+        commands.append((argv, env))
+    outcomes = run_together(commands, tmp_path, LIMIT)
+    assert all(o.returncode is not None for o in outcomes), "a process of the job hung past the limit"
+    return JobRun(outcomes)
+
+
+def test_processes_that_agree_start_silently_and_run(tmp_path: Path, standin_library: Path) -> None:
+    for count in (2, 4):
+        job = run_job(tmp_path / str(count), standin_library, count)
+        assert job.codes == [0] * count, [o.stderr[-1500:] for o in job.outcomes]
+        assert all(r["rocm"] for r in job.results)
+        assert [job.lines(p) for p in range(count)] == [[]] * count
+        keys = job.results[0]["keys"]
+        assert sorted(keys) == [f"jax_rocm7/job-check/0/record/{p}" for p in range(count)] + [
+            "jax_rocm7/job-check/0/verdict"
+        ]
+        assert json.loads(keys["jax_rocm7/job-check/0/verdict"])["kind"] == "agree"
+
+
+def _refused_everywhere(job: JobRun, finding: str, odd: list[int], own_reason: tuple[int, ...] = ()) -> None:
+    """Every process fell back (exit 3) on one verdict that names the finding and the odd processes (jax's
+    error in a process of `own_reason` is that process's own reason, which it gave at import)."""
+    count = len(job.outcomes)
+    assert job.codes == [3] * count, [o.stderr[-1500:] for o in job.outcomes]
+    verdict = json.loads(job.results[0]["keys"]["jax_rocm7/job-check/0/verdict"])
+    assert verdict["kind"] == "refuse" and verdict["processes"] == odd and f"[{finding}]" in verdict["line"]
+    for process in range(count):
+        if process not in own_reason:
+            assert verdict["line"] in job.results[process]["error"]  # jax's error is the verdict's line
+        assert any(verdict["line"] in line for line in job.lines(process)), job.lines(process)
+    table = [line for line in job.outcomes[0].stderr.splitlines() if f"[error] {finding}:" in line]
+    assert len(table) == 1  # process 0 printed the table
+    assert all(f"[error] {finding}:" not in o.stderr for o in job.outcomes[1:])
+
+
+def test_a_process_loading_another_library_build_stops_the_whole_job(tmp_path: Path, standin_library: Path) -> None:
+    other = tmp_path / "other-build" / standin_library.name
+    other.parent.mkdir()
+    shutil.copy(standin_library, other)
+    with open(other, "ab") as stream:  # other bytes, same code: what a second build of one release looks like
+        stream.write(b"another build" * 100)
+    job = run_job(tmp_path, standin_library, 2, library={1: other})
+    _refused_everywhere(job, "cluster-library-mismatch", [1])
+
+
+def test_a_process_on_another_gpu_architecture_stops_the_whole_job(tmp_path: Path, standin_library: Path) -> None:
+    job = run_job(tmp_path, standin_library, 4, gfx={2: 90010})
+    _refused_everywhere(job, "cluster-gpu-arch-mismatch", [2])
+    assert "gfx90a on node-0 (process 2)" in job.results[3]["error"]
+
+
+def test_a_process_whose_backend_cannot_come_up_stops_the_others(tmp_path: Path, standin_library: Path) -> None:
+    job = run_job(tmp_path, standin_library, 2, no_kfd=(1,))
+    _refused_everywhere(job, "cluster-backend-unavailable", [1], own_reason=(1,))
+    assert "kfd-device-missing on node-0 (process 1)" in job.results[0]["error"]
+    # Process 1's own reason came first, at import, as before.
+    assert "/dev/kfd does not exist" in job.lines(1)[0]
+
+
+def test_a_late_process_is_named_and_nobody_waits_longer_than_the_deadline(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    each = {"JAX_PLATFORMS": "rocm", "JAX_ROCM_JOB_CHECK_TIMEOUT": "2"}
+    job = run_job(tmp_path, standin_library, 2, each=each, per_process={1: {"JOB_LATE": "8"}})
+    assert job.codes == [0, 0], [o.stderr[-1500:] for o in job.outcomes]  # both started: it cannot conclude
+    assert job.outcomes[0].seconds < 8 + 20  # process 0 went on after ~2 s, the late one after its 8 s
+    for process in (0, 1):  # the late one says the same
+        (line,) = job.lines(process)
+        assert "heard nothing from process 1" in line and "within 2 s" in line and "starts unchecked" in line
+
+
+def test_a_process_that_never_starts_a_backend_is_named_and_the_others_run(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    each = {"JAX_PLATFORMS": "rocm", "JAX_ROCM_JOB_CHECK_TIMEOUT": "2"}
+    job = run_job(tmp_path, standin_library, 4, each=each, per_process={3: {"JOB_NEVER": "1", "JOB_LATE": "6"}})
+    assert job.codes == [0] * 4 and [r["rocm"] for r in job.results] == [True, True, True, False]
+    for process in (0, 1, 2):
+        (line,) = job.lines(process)
+        assert "heard nothing from process 3" in line
+
+
+def test_warn_mode_starts_everywhere_with_the_same_line(tmp_path: Path, standin_library: Path) -> None:
+    job = run_job(tmp_path, standin_library, 2, gfx={1: 90010}, each={"JAX_ROCM_JOB_CHECK": "warn"})
+    assert job.codes == [0, 0] and all(r["rocm"] for r in job.results)
+    lines = [job.lines(p) for p in (0, 1)]
+    assert len(lines[1]) == 1 and "[cluster-gpu-arch-mismatch]" in lines[1][0]
+    assert lines[1][0].split("ROCm backend: ", 1)[1] in lines[0][-1]
+
+
+def test_off_mode_publishes_nothing(tmp_path: Path, standin_library: Path) -> None:
+    job = run_job(tmp_path, standin_library, 2, gfx={1: 90010}, each={"JAX_ROCM_JOB_CHECK": "off"})
+    assert job.codes == [0, 0] and job.results[0]["keys"] == {}
+    assert [job.lines(0), job.lines(1)] == [[], []]
+
+
+def test_with_rocm_required_the_refusal_is_jaxs_error(tmp_path: Path, standin_library: Path) -> None:
+    job = run_job(tmp_path, standin_library, 2, gfx={1: 90010}, each={"JAX_PLATFORMS": "rocm"})
+    assert job.codes == [3, 3]
+    for result in job.results:
+        assert result["error"].startswith("Unable to initialize backend 'rocm': the ROCm backend starts in none")
+        assert "[cluster-gpu-arch-mismatch]" in result["error"]
+    assert not any("falls back to CPU" in line for p in (0, 1) for line in job.lines(p))
+
+
+def test_a_second_backend_start_reads_only_its_own_keys(tmp_path: Path, standin_library: Path) -> None:
+    # Only rocm: jax's CPU client does not come up a second time in a multi-process job (its collectives'
+    # keys from the first start are there), with or without us.
+    job = run_job(tmp_path, standin_library, 2, each={"JOB_RESTART": "1", "JAX_PLATFORMS": "rocm"})
+    assert job.codes == [0, 0]
+    keys = job.results[0]["keys"]
+    assert {k.split("/")[2] for k in keys} == {"0", "1"} and len(keys) == 6
+
+
+def test_bad_settings_get_one_sentence_and_the_defaults(tmp_path: Path, standin_library: Path) -> None:
+    each = {"JAX_ROCM_JOB_CHECK": "loud", "JAX_ROCM_JOB_CHECK_TIMEOUT": "soon"}
+    job = run_job(tmp_path, standin_library, 2, gfx={1: 90010}, each=each)
+    assert job.codes == [3, 3]  # the default mode, error
+    for process in (0, 1):
+        lines = job.lines(process)
+        assert any("JAX_ROCM_JOB_CHECK='loud' is none of error, warn, off: using error" in line for line in lines)
+        assert any("JAX_ROCM_JOB_CHECK_TIMEOUT='soon' is not a number" in line for line in lines)
+
+
+SECRETS = {"HF_TOKEN": "hf_planted_secret_0001", "AWS_SECRET_ACCESS_KEY": "planted-aws-0002"}
+
+
+@pytest.mark.parametrize("odd", [False, True], ids=["agree", "refuse"])
+def test_no_secret_is_published(tmp_path: Path, standin_library: Path, odd: bool) -> None:
+    each = {**SECRETS, "NCCL_IB_HCA": f"mlx5_0 {SECRETS['HF_TOKEN']}", "XLA_FLAGS": "--xla_dump_to=/tmp/dump"}
+    each["NCCL_SOCKET_IFNAME"] = f"https://user:{SECRETS['AWS_SECRET_ACCESS_KEY']}@example.org/eth"
+    job = run_job(tmp_path, standin_library, 2, gfx={1: 90010} if odd else None, each=each)
+    values = list(job.results[0]["keys"].values())
+    assert len(values) == 3 and any("NCCL_IB_HCA" in v for v in values)
+    assert not [s for s in SECRETS.values() for v in values if s in v]
+    assert not [s for s in SECRETS.values() for o in job.outcomes if s in o.stderr or s in o.stdout]

@@ -1,0 +1,69 @@
+"""One process of a multi-process job that starts the ROCm backend (test fixture, never shipped).
+
+    python job_program.py ADDRESS COUNT PROCESS     # ADDRESS "auto": jax's launcher detection (srun, mpirun)
+
+Joins jax.distributed (local device id = the process's local rank), asks for the 'rocm' devices (our
+loader's job check runs there, before the client), runs a jitted program on them, and prints one line
+`JOB {json}`: process, whether it ran on rocm, jax's error where rocm did not start, and (process 0) every
+key and value under jax_rocm7/ in the coordination service. Exit 0: ran on rocm; 3: rocm did not start.
+
+Parts a test may ask of a process (variables): JOB_LATE=<s> reach backend start that much later;
+JOB_NEVER=1 never start a backend (sleep JOB_LATE, then leave); JOB_RESTART=1 start the backends a second
+time after jax.extend.backend.clear_backends().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main() -> int:
+    import jax
+
+    address, count, process = sys.argv[1], sys.argv[2], sys.argv[3]
+    if address == "auto":
+        jax.distributed.initialize(initialization_timeout=60)
+    else:
+        jax.distributed.initialize(
+            address, int(count), int(process), local_device_ids=[int(process)], initialization_timeout=60
+        )
+    from jax._src import distributed
+
+    me = distributed.global_state.process_id
+    time.sleep(float(os.environ.get("JOB_LATE", "0")))
+    if os.environ.get("JOB_NEVER") == "1":
+        print("JOB " + json.dumps({"process": me, "rocm": False, "never": True}), flush=True)
+        return 0
+    result = start_and_run()
+    if os.environ.get("JOB_RESTART") == "1":
+        from jax.extend.backend import clear_backends
+
+        clear_backends()
+        result = start_and_run()
+    if me == 0:
+        client = distributed.global_state.client
+        result["keys"] = dict(client.key_value_dir_get("jax_rocm7/"))
+    print("JOB " + json.dumps({"process": me, **result}), flush=True)
+    return 0 if result["rocm"] else 3
+
+
+def start_and_run() -> dict[str, object]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    try:
+        devices = jax.local_devices(backend="rocm")
+    except RuntimeError as error:
+        return {"rocm": False, "error": str(error)}
+    x = np.arange(6.0, dtype=np.float32)
+    y = jax.jit(lambda a: jnp.tanh(a) * 2)(jax.device_put(x, devices[0]))
+    np.testing.assert_allclose(np.asarray(y), np.tanh(x) * 2, rtol=1e-5)
+    return {"rocm": True, "devices": len(devices)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The job check's protocol and verdicts (_job/check.py) over an in-memory store that behaves as jax's
+coordination service does where it matters: a key is set once, a blocking read waits until its deadline."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from jax_rocm7_plugin._job import check
+from jax_rocm7_plugin._job.compare import compare_at_backend_start
+from jax_rocm7_plugin._job.record import encode
+from tests.support.records import job, record
+
+
+class Store:
+    """Set-once keys, blocking reads with a deadline, prefix listing (test fixture)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.changed = threading.Condition()
+
+    def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None:
+        with self.changed:
+            if key in self.values and not allow_overwrite:
+                raise RuntimeError(f"ALREADY_EXISTS: {key}")
+            self.values[key] = value
+            self.changed.notify_all()
+
+    def blocking_key_value_get(self, key: str, timeout_in_ms: int) -> str:
+        deadline = time.monotonic() + timeout_in_ms / 1000
+        with self.changed:
+            while key not in self.values:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f"DEADLINE_EXCEEDED: {key}")
+                self.changed.wait(left)
+            return self.values[key]
+
+    def key_value_dir_get(self, key: str) -> list[tuple[str, str]]:
+        with self.changed:
+            return [(k, v) for k, v in sorted(self.values.items()) if k.startswith(key)]
+
+
+def run_job(
+    count: int, *, odd: dict[int, dict[str, object]] | None = None, absent: tuple[int, ...] = (), late: float = 0.0,
+    late_ones: tuple[int, ...] = (), timeout: float = 0.5, start: int = 0, store: Store | None = None,
+) -> tuple[Store, dict[int, check.Outcome]]:  # fmt: skip
+    """Each process in a thread; `absent` ones never take part, `late_ones` arrive `late` seconds after."""
+    store = store or Store()
+    records = job(count, odd)
+    outcomes: dict[int, check.Outcome] = {}
+
+    def process(pid: int) -> None:
+        if pid in late_ones:
+            time.sleep(late)
+        outcomes[pid] = check.run(store, pid, count, encode(records[pid]), start=start, timeout=timeout, grace=0.2)
+
+    threads = [threading.Thread(target=process, args=(p,)) for p in range(count) if p not in absent]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "a process of the check never ended"
+    return store, outcomes
+
+
+def verdicts(outcomes: dict[int, check.Outcome]) -> set[check.Verdict]:
+    return {o.verdict for o in outcomes.values()}
+
+
+def test_a_consistent_job_agrees_silently() -> None:
+    store, outcomes = run_job(8)
+    assert verdicts(outcomes) == {check.Verdict("agree")}
+    assert sorted(store.values) == [f"jax_rocm7/job-check/0/record/{p}" for p in range(8)] + [
+        "jax_rocm7/job-check/0/verdict"
+    ]
+
+
+def test_every_process_acts_on_one_refusal_naming_the_odd_one() -> None:
+    _, outcomes = run_job(8, odd={5: {"library_identity": "sha256:" + "cd" * 32}})
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "refuse" and verdict.processes == (5,) and "[cluster-library-mismatch]" in verdict.line
+    assert [f.id for f in outcomes[0].findings] == ["cluster-library-mismatch"]  # process 0's table
+    assert all(outcomes[p].findings == () for p in range(1, 8))  # the others read only the verdict
+
+
+def test_speed_only_differences_warn() -> None:
+    environment = (("NCCL_SOCKET_IFNAME", "eth"), ("HIP_VISIBLE_DEVICES", "3"), ("NCCL_ALGO", "Ring"))
+    _, outcomes = run_job(8, odd={3: {"environment": environment}})
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "warn" and "[cluster-env-mismatch]" in verdict.line and verdict.processes == (3,)
+
+
+def test_a_missing_process_is_named_by_all_and_nobody_waits_past_the_deadline() -> None:
+    started = time.monotonic()
+    _, outcomes = run_job(4, absent=(2,), timeout=0.5)
+    assert time.monotonic() - started < 0.5 + 0.2 + 2
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "incomplete" and verdict.missing == (2,) and "heard nothing from process 2" in verdict.line
+
+
+def test_a_late_process_reads_the_verdict_that_names_it() -> None:
+    _, outcomes = run_job(4, late_ones=(3,), late=1.2, timeout=0.3)
+    (verdict,) = verdicts(outcomes)  # process 3's own outcome included
+    assert verdict.kind == "incomplete" and verdict.missing == (3,) and set(outcomes) == {0, 1, 2, 3}
+
+
+def test_without_process_0_the_first_to_give_up_settles_it_for_everyone() -> None:
+    _, outcomes = run_job(4, late_ones=(0,), late=1.5, timeout=0.3)
+    (verdict,) = verdicts(outcomes)  # process 0, arriving last, acts on the others' verdict too
+    assert verdict.kind == "incomplete" and verdict.missing == (0,)
+    assert outcomes[0].findings == ()  # its own comparison was not the verdict: no table
+
+
+def test_a_refusal_stands_even_where_a_process_is_missing() -> None:
+    _, outcomes = run_job(4, odd={1: {"gpus": ()}}, absent=(3,), timeout=0.3)
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "refuse" and verdict.missing == (3,) and "process 3 did not report" in verdict.line
+
+
+def test_a_second_start_never_reads_the_first_ones_keys() -> None:
+    store, first = run_job(4, odd={2: {"gpus": ()}})
+    _, second = run_job(4, start=1, store=store)
+    assert {o.verdict.kind for o in first.values()} == {"refuse"}
+    assert verdicts(second) == {check.Verdict("agree")}
+
+
+def test_no_process_whose_backend_would_come_up_means_nothing_to_say() -> None:
+    down = {"ok": False, "first_error": ("no-gpu", "no AMD GPU", "install one")}
+    _, outcomes = run_job(4, odd={p: down for p in range(4)})
+    assert verdicts(outcomes) == {check.Verdict("agree")}
+
+
+def test_processes_whose_backends_will_not_come_up_are_compared_on_that_alone() -> None:
+    """Their records stop where their loader stopped: no library, no C API; only the up ones are compared on
+    the rest."""
+    down = {"ok": False, "first_error": ("kfd-device-missing", "no /dev/kfd", "pass it"), "library_identity": None}
+    records = job(4, {1: {**down, "versions": ()}})
+    assert [f.id for f in compare_at_backend_start(records)] == ["cluster-backend-unavailable"]
+
+
+def test_verdicts_travel_as_json_and_garbage_is_refused() -> None:
+    verdict = check.Verdict("refuse", "the line", (1, 2), (3,))
+    assert check.Verdict.from_json(verdict.to_json()) == verdict
+    for garbage in ("", "[]", '{"kind": "maybe", "line": "", "processes": [], "missing": []}', '{"kind": "agree"}'):
+        with pytest.raises(ValueError):
+            check.Verdict.from_json(garbage)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, ("error", check.DEFAULT_TIMEOUT_SECONDS, 0)),
+        ({"JAX_ROCM_JOB_CHECK": " Warn "}, ("warn", check.DEFAULT_TIMEOUT_SECONDS, 0)),
+        ({"JAX_ROCM_JOB_CHECK": "off", "JAX_ROCM_JOB_CHECK_TIMEOUT": "2.5"}, ("off", 2.5, 0)),
+        ({"JAX_ROCM_JOB_CHECK": "strict"}, ("error", check.DEFAULT_TIMEOUT_SECONDS, 1)),
+        ({"JAX_ROCM_JOB_CHECK_TIMEOUT": "-1"}, ("error", check.DEFAULT_TIMEOUT_SECONDS, 1)),
+        ({"JAX_ROCM_JOB_CHECK_TIMEOUT": "inf"}, ("error", check.DEFAULT_TIMEOUT_SECONDS, 1)),
+        ({"JAX_ROCM_JOB_CHECK_TIMEOUT": "nan", "JAX_ROCM_JOB_CHECK": "x"}, ("error", check.DEFAULT_TIMEOUT_SECONDS, 2)),
+    ],
+)
+def test_settings(environ: dict[str, str], expected: tuple[str, float, int]) -> None:
+    settings = check.read_settings(environ)
+    assert (settings.mode, settings.timeout, len(settings.problems)) == expected
+
+
+def test_a_long_summary_is_bounded_in_the_line() -> None:
+    records = {p: record(p, 600, host=f"host-with-a-rather-long-name-{p:04d}") for p in range(600)}
+    odd = {p: records[p]._replace(gpus=()) for p in range(0, 600, 7)}
+    findings = tuple(compare_at_backend_start({**records, **odd}))
+    verdict = check.decide({**records, **odd}, findings, (), 1.0)
+    assert verdict.kind == "refuse" and len(verdict.line) < check.SUMMARY_MAX_CHARS + 400
