@@ -1,6 +1,7 @@
-"""The cluster preflight on every release of the table, from our built wheels in each combo's venv:
-a consistent job exits 0 everywhere; on jax 0.12 the odd processes are named and a process that never
-starts ends nobody's run in an abort."""
+"""The cluster preflight and the job check at backend start on every release of the table, from our built
+wheels in each combo's venv: a consistent job exits 0 everywhere (and runs jitted programs on 'rocm'); a
+process on another GPU architecture stops the backend in every process with one verdict; on jax 0.12 the
+preflight names the odd processes and a process that never starts ends nobody's run in an abort."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.support.cluster import (
     report_of,
 )
 from tests.support.environment import Combo
+from tests.support.job_check import refused_everywhere, run_job
 
 COMBOS = [
     Combo("0.10.2", "3.11", "0.10.2"),
@@ -48,6 +50,23 @@ def test_a_consistent_job_on_every_release(
     assert [o.returncode for o in outcomes] == [0, 0, 0, 0], [o.stderr[-1500:] for o in outcomes]
     report = report_of(outcomes[0])
     assert report["verdict"] == "consistent" and report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "combo", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS]
+)
+def test_the_job_check_at_backend_start_on_every_release(
+    combo: Combo, e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
+) -> None:
+    """Every jaxlib of the table has the coordination-service calls the check makes (none steps aside)."""
+    python = e2e_venv(combo)
+    agreed = run_job(tmp_path / "agree", standin_library, 2, python=python, pythonpath=None)
+    assert agreed.codes == [0, 0] and all(r["rocm"] for r in agreed.results), [
+        o.stderr[-1500:] for o in agreed.outcomes
+    ]
+    assert agreed.lines(0) == agreed.lines(1) == []
+    odd = run_job(tmp_path / "odd", standin_library, 2, gfx={1: 90010}, python=python, pythonpath=None)
+    refused_everywhere(odd, "cluster-gpu-arch-mismatch", [1])
 
 
 @pytest.mark.xdist_group("e2e-0.12.0")

@@ -22,6 +22,7 @@ import pytest
 from tests.support.cluster import Outcome, gpus_with_ids, host_sysroot
 from tests.support.environment import REPO, Combo
 from tests.support.launchers import (
+    TASK,
     LauncherMissing,
     SlurmCluster,
     mpirun,
@@ -32,6 +33,7 @@ from tests.support.launchers import (
 from tests.support.snippets import clean_env
 
 TASKS = 4
+PROGRAM = REPO / "tests" / "support" / "job_program.py"
 # The preflight's --timeout. A healthy job never waits it out, so it is generous (the suite's other worker builds
 # venvs meanwhile; 12 s was seen too short for four interpreters to join and run the doctor). Jobs with a missing
 # task wait it out; the step must then end within it + 5 s.
@@ -79,22 +81,30 @@ class Launch:
     def __init__(self, launcher: str, request: pytest.FixtureRequest, python: Path, standin: Path, tmp: Path) -> None:
         self.launcher, self.request, self.python, self.standin, self.tmp = launcher, request, python, standin, tmp
 
-    def machines(self, build: Path, odd: int | None = None) -> Path:
+    def machines(self, build: Path, odd: int | None = None, name: str = "machines") -> Path:
         """A machine per task (p0..p3): one host, four gfx942 GPUs; task `odd` gets gfx90a GPUs instead."""
-        base = self.tmp / "machines"
+        base = self.tmp / name
         for task in range(TASKS):
             gfx = 90010 if task == odd else 90402
             host_sysroot(base / f"p{task}", "node-0", gpus_with_ids(TASKS, gfx), rocm=(build, "7.2.0"))
         return base
 
     def run(self, machines: Path, limit: float, **parts: str) -> Outcome:
+        """The preflight (`cluster --json`) in every task."""
+        return self.launch(task_argv(self.python, machines, "--json", "--timeout", str(TIMEOUT)), limit, **parts)
+
+    def run_program(self, machines: Path, limit: float, **parts: str) -> Outcome:
+        """tests/support/job_program.py in every task: jax's launcher detection, then the rocm backend."""
+        argv = [str(self.python), str(TASK), str(machines), str(self.python), str(PROGRAM), "auto", "-", "-"]
+        return self.launch(argv, limit, **parts)
+
+    def launch(self, argv: list[str], limit: float, **parts: str) -> Outcome:
         environ = {
             "JAX_ROCM_PJRT_LIBRARY": str(self.standin),
             "XDG_CACHE_HOME": str(self.tmp / "cache"),
             **({"PYTHONPATH": str(REPO)} if self.python == JAX_0102_PYTHON else {}),
             **parts,
         }
-        argv = task_argv(self.python, machines, "--json", "--timeout", str(TIMEOUT))
         if self.launcher == "srun":
             cluster: SlurmCluster = self.request.getfixturevalue("slurm")
             outcome = cluster.srun(TASKS, argv, {**clean_env(), **environ}, limit, self.tmp)
@@ -219,3 +229,33 @@ def test_by_default_open_mpi_names_a_killed_rank_itself(launch: Callable[[str, C
     outcome = job.run(job.machines(build), TIMEOUT + 60, TASK_JOIN_THEN_DIE="1")
     assert outcome.returncode not in (0, None) and outcome.seconds <= TIMEOUT + 10
     assert "rank 1" in outcome.stderr and "signal 9" in outcome.stderr, outcome.stderr[-2000:]
+
+
+def job_results(outcome: Outcome) -> dict[int, dict[str, Any]]:
+    """Each task's JOB line from the launcher's merged output, by process id."""
+    found = [json.loads(line[4:]) for line in outcome.stdout.splitlines() if line.startswith("JOB ")]
+    return {int(r["process"]): r for r in found}
+
+
+@pytest.mark.parametrize(
+    ("launcher", "combo"), [("srun", JAX_012), ("mpirun", JAX_0102)], ids=["srun-jax0.12.0", "mpirun-jax0.10.2"]
+)
+@GROUP
+def test_the_job_check_at_backend_start_under_the_launcher(
+    launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
+) -> None:
+    """A consistent job runs a jitted program on 'rocm' in every task; with task 2 on gfx90a, every task
+    acts on one verdict that names it, and the job exits non-zero (each task falls back, exit 3)."""
+    job = launch(launcher, combo)
+    healthy = job.run_program(job.machines(build), TIMEOUT + 60)
+    assert healthy.returncode == 0, (healthy.stdout[-2000:], healthy.stderr[-2000:])
+    results = job_results(healthy)
+    assert sorted(results) == [0, 1, 2, 3] and all(r["rocm"] for r in results.values())
+    assert "ROCm backend" not in healthy.stderr
+    odd = job.run_program(job.machines(build, odd=2, name="odd"), TIMEOUT + 60)
+    assert odd.returncode not in (0, None), odd.stderr[-2000:]
+    results = job_results(odd)
+    assert sorted(results) == [0, 1, 2, 3] and not any(r["rocm"] for r in results.values())
+    errors = {r["error"] for r in results.values()}
+    assert len(errors) == 1 and "[cluster-gpu-arch-mismatch]" in errors.pop()
+    assert "gfx90a on node-0 (process 2)" in odd.stderr

@@ -8,74 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.cluster import Outcome, free_port, gpus_with_ids, host_sysroot, run_together
-from tests.support.environment import REPO
-from tests.support.snippets import clean_env
-
-PROGRAM = REPO / "tests" / "support" / "job_program.py"
-LIMIT = 120.0  # seconds for a whole job; a healthy one takes a few
-CHECK_LINE = "ROCm backend"
-
-
-class JobRun:
-    """The job's outcomes: each process's exit status, its JOB line, and its lines from our logger."""
-
-    def __init__(self, outcomes: list[Outcome]) -> None:
-        self.outcomes = outcomes
-        self.results: list[dict[str, Any]] = []
-        for outcome in outcomes:
-            lines = [line for line in outcome.stdout.splitlines() if line.startswith("JOB ")]
-            assert lines, f"no JOB line (exit {outcome.returncode}): {outcome.stderr[-2500:]}"
-            self.results.append(json.loads(lines[-1][4:]))
-
-    @property
-    def codes(self) -> list[int | None]:
-        return [o.returncode for o in self.outcomes]
-
-    def lines(self, process: int) -> list[str]:
-        """Our logger's lines in a process's stderr (the warning prefix is the logger's own)."""
-        return [line for line in self.outcomes[process].stderr.splitlines() if CHECK_LINE in line]
-
-
-def run_job(
-    tmp_path: Path,
-    standin: Path,
-    count: int,
-    *,
-    gfx: dict[int, int] | None = None,
-    no_kfd: tuple[int, ...] = (),
-    library: dict[int, Path] | None = None,
-    each: dict[str, str] | None = None,
-    per_process: dict[int, dict[str, str]] | None = None,
-) -> JobRun:
-    port = free_port()
-    commands = []
-    for process in range(count):
-        root = host_sysroot(
-            tmp_path / f"p{process}",
-            "node-0",
-            gpus_with_ids(count, (gfx or {}).get(process, 90402)),
-            kfd=process not in no_kfd,
-        )
-        env = clean_env(
-            JAX_ROCM_SYSROOT=str(root),
-            JAX_ROCM_PJRT_LIBRARY=str((library or {}).get(process, standin)),
-            PYTHONPATH=str(REPO),
-            XDG_CACHE_HOME=str(tmp_path / "cache"),
-            **(each or {}),
-            **(per_process or {}).get(process, {}),
-        )
-        argv = [sys.executable, str(PROGRAM), f"127.0.0.1:{port}", str(count), str(process)]
-        commands.append((argv, env))
-    outcomes = run_together(commands, tmp_path, LIMIT)
-    assert all(o.returncode is not None for o in outcomes), "a process of the job hung past the limit"
-    return JobRun(outcomes)
+from tests.support.job_check import refused_everywhere, run_job
 
 
 def test_processes_that_agree_start_silently_and_run(tmp_path: Path, standin_library: Path) -> None:
@@ -91,22 +28,6 @@ def test_processes_that_agree_start_silently_and_run(tmp_path: Path, standin_lib
         assert json.loads(keys["jax_rocm7/job-check/0/verdict"])["kind"] == "agree"
 
 
-def _refused_everywhere(job: JobRun, finding: str, odd: list[int], own_reason: tuple[int, ...] = ()) -> None:
-    """Every process fell back (exit 3) on one verdict that names the finding and the odd processes (jax's
-    error in a process of `own_reason` is that process's own reason, which it gave at import)."""
-    count = len(job.outcomes)
-    assert job.codes == [3] * count, [o.stderr[-1500:] for o in job.outcomes]
-    verdict = json.loads(job.results[0]["keys"]["jax_rocm7/job-check/0/verdict"])
-    assert verdict["kind"] == "refuse" and verdict["processes"] == odd and f"[{finding}]" in verdict["line"]
-    for process in range(count):
-        if process not in own_reason:
-            assert verdict["line"] in job.results[process]["error"]  # jax's error is the verdict's line
-        assert any(verdict["line"] in line for line in job.lines(process)), job.lines(process)
-    table = [line for line in job.outcomes[0].stderr.splitlines() if f"[error] {finding}:" in line]
-    assert len(table) == 1  # process 0 printed the table
-    assert all(f"[error] {finding}:" not in o.stderr for o in job.outcomes[1:])
-
-
 def test_a_process_loading_another_library_build_stops_the_whole_job(tmp_path: Path, standin_library: Path) -> None:
     other = tmp_path / "other-build" / standin_library.name
     other.parent.mkdir()
@@ -114,18 +35,18 @@ def test_a_process_loading_another_library_build_stops_the_whole_job(tmp_path: P
     with open(other, "ab") as stream:  # other bytes, same code: what a second build of one release looks like
         stream.write(b"another build" * 100)
     job = run_job(tmp_path, standin_library, 2, library={1: other})
-    _refused_everywhere(job, "cluster-library-mismatch", [1])
+    refused_everywhere(job, "cluster-library-mismatch", [1])
 
 
 def test_a_process_on_another_gpu_architecture_stops_the_whole_job(tmp_path: Path, standin_library: Path) -> None:
     job = run_job(tmp_path, standin_library, 4, gfx={2: 90010})
-    _refused_everywhere(job, "cluster-gpu-arch-mismatch", [2])
+    refused_everywhere(job, "cluster-gpu-arch-mismatch", [2])
     assert "gfx90a on node-0 (process 2)" in job.results[3]["error"]
 
 
 def test_a_process_whose_backend_cannot_come_up_stops_the_others(tmp_path: Path, standin_library: Path) -> None:
     job = run_job(tmp_path, standin_library, 2, no_kfd=(1,))
-    _refused_everywhere(job, "cluster-backend-unavailable", [1], own_reason=(1,))
+    refused_everywhere(job, "cluster-backend-unavailable", [1], own_reason=(1,))
     assert "kfd-device-missing on node-0 (process 1)" in job.results[0]["error"]
     # Process 1's own reason came first, at import, as before.
     assert "/dev/kfd does not exist" in job.lines(1)[0]
