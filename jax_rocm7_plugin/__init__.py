@@ -5,7 +5,7 @@ jaxlib imports by name (`jax_rocm7_plugin._solver`, ...: stubs over `_native/`),
 `python -m jax_rocm7_plugin doctor` and `pytest_gpu_isolation`. Everything else is
 private: `_loader` (what `jax_plugins.rocm7` calls), `_pipeline` (the ordered checks),
 `_settings` (the environment, read once), `_findings` (the catalog), `_names`, and the
-sub-packages `_machine`, `_binary`, `_policy`, `_doctor`, `_cluster`.
+sub-packages `_machine`, `_binary`, `_policy`, `_job`, `_doctor`, `_cluster`.
 
 Kept empty of imports on purpose: jax imports this package by name during `import jax`, and
 jaxlib (importing the extension modules) catches only ImportError. So a damaged version.py (a

@@ -64,9 +64,10 @@ FindingId = Literal[
     "environment-variable-invalid",
     "loader-internal-error",
     "doctor-internal-error",
-    "plugin-install-damaged",
+    "plugin-install-damaged",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
     "apu-vram-carveout-small",
-    "first-jit-failed",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
+    "first-jit-failed",
+    "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
@@ -530,6 +531,18 @@ def first_jit_failed(cause: str, summary: str, evidence: tuple[str, ...]) -> Fin
         cause, f"report it: python -m {PLUGIN_PACKAGE} report -- python your_program.py (bundles this and the HLO)"
     )
     return Finding("first-jit-failed", "error", f"the first jit on 'rocm' failed: {summary}", fix, evidence)
+
+
+def rocm_client_failed(error: Exception) -> Finding:
+    """In a multi-process job (where the loader makes a refusal fall back to the CPU): the ROCm client did not
+    start although every check passed; jax's own error, as one line."""
+    return Finding(
+        "rocm-client-failed",
+        "error",
+        f"the ROCm client did not start ({type(error).__name__}: {str(error)[:500]})",
+        f"run `python -m {PLUGIN_PACKAGE} doctor --deep` on this host: it starts the runtime and a first jit in a "
+        "child, and says where it stops",
+    )
 
 
 def loader_internal_error(plugin_version: str, error: Exception) -> Finding:

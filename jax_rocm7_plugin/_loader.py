@@ -323,8 +323,11 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
     if BACKEND in xla_bridge._backend_factories:
         return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
 
+    in_a_job = facts is not None and _job_size() > 1
+
     def unavailable() -> Any:
-        if facts is not None:
+        if in_a_job:
+            assert facts is not None
             _job_check(facts, finding, platforms)
         raise RocmUnavailable(f"{finding.sentence()} [{finding.id}]")
 
@@ -332,14 +335,17 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
 
 
 def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
-    """Put the job check in front of the factory jax registered for our library.
+    """In a multi-process job (the loader runs inside jax's plugin discovery, after jax.distributed is
+    initialized), put the job check in front of the factory jax registered for our library.
 
     A refusal then falls back to CPU with one line where rocm was not required, as the loader's own refusals
     do (jax registers plugins to fail loudly); so that a client that fails to start is not hidden by that, it
-    gets the same one line. Where jax keeps its factories otherwise, the check steps aside.
+    gets its one line too (rocm-client-failed). Where jax keeps its factories otherwise, the check steps aside.
     """
     from jax._src import xla_bridge
 
+    if _job_size() <= 1:
+        return  # a single process: jax's factory as registered, nothing new
     registration = getattr(xla_bridge, "_backend_factories", {}).get(BACKEND)
     create = getattr(registration, "factory", None)
     if registration is None or create is None or not hasattr(registration, "fail_quietly"):
@@ -355,7 +361,10 @@ def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
             return create()
         except Exception as error:
             if not required:
-                logger.warning("ROCm backend unavailable, jax falls back to CPU: its client did not start: %s", error)
+                finding = catalog.rocm_client_failed(error)
+                logger.warning(
+                    "ROCm backend unavailable, jax falls back to CPU: %s [%s]", finding.sentence(), finding.id
+                )
             raise
 
     registration.factory = checked
@@ -383,6 +392,9 @@ def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) ->
         logger.warning("ROCm backend: %s", problem)
     if settings.mode == "off":
         return None
+    import time
+
+    began = time.perf_counter()
     try:
         join = _join_fact(state, process_id, count)
         record = check.local_record(facts, blocking, join, os.environ, _jax_version())
@@ -391,6 +403,7 @@ def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) ->
         logger.debug("the job check steps aside: %s: %s", type(error).__name__, error)
         return None
     verdict = outcome.verdict
+    logger.debug("job check: %s in %.1f ms", verdict.kind, (time.perf_counter() - began) * 1000)
     if verdict.kind == "agree" or (verdict.kind == "warn" and process_id != 0):
         return None
     if process_id == 0 and verdict.kind == "refuse" and outcome.findings:
@@ -403,6 +416,17 @@ def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) ->
         return verdict.line
     logger.warning("ROCm backend: %s", verdict.line)
     return None
+
+
+def _job_size() -> int:
+    """How many processes jax.distributed says this job has (0 where it is not initialized)."""
+    try:
+        from jax._src import distributed
+
+        state = distributed.global_state
+        return int(state.num_processes or 0) if state.client is not None else 0
+    except Exception:  # noqa: BLE001 - jax keeps its distributed state otherwise: no job check
+        return 0
 
 
 def _join_fact(state: Any, process_id: int, count: int) -> Any:

@@ -234,8 +234,8 @@ def decide(
         also = f"; {len(refusing) - 1} more reason(s)" if len(refusing) > 1 else ""
         late = f"; {processes_phrase(missing)} did not report" if missing else ""
         line = (
-            f"the ROCm backend starts in none of this job's {count} processes: {_bounded(first.summary)} "
-            f"[{first.id}]{also}{late}. Process 0 printed the table; `{CLUSTER_COMMAND}` checks a job before it runs"
+            f"the ROCm backend starts in none of this job's {count} processes: {_bounded(first.summary)}{also}"
+            f"{late}; process 0 printed the table, and `{CLUSTER_COMMAND}` checks a job before it runs [{first.id}]"
         )
         return Verdict("refuse", line, first.processes, missing)
     if missing:
@@ -244,7 +244,7 @@ def decide(
     if problems:
         first = problems[0]
         also = f"; {len(problems) - 1} more" if len(problems) > 1 else ""
-        line = f"this job's processes differ: {_bounded(first.summary)} [{first.id}]{also}; the ROCm backend starts"
+        line = f"this job's processes differ: {_bounded(first.summary)}{also}; the ROCm backend starts [{first.id}]"
         return Verdict("warn", line, first.processes)
     return Verdict("agree")
 
@@ -256,7 +256,7 @@ def no_verdict(missing: tuple[int, ...], timeout: float) -> Verdict:
         line = f"the job check heard nothing from {who} within {timeout:g} s ({TIMEOUT_VARIABLE})"
     else:
         line = f"the job check got every record but no verdict from process 0 within {timeout:g} s"
-    return Verdict("incomplete", f"{line}; the ROCm backend starts unchecked", missing, missing)
+    return Verdict("incomplete", f"{line}; the ROCm backend starts unchecked [cluster-incomplete]", missing, missing)
 
 
 def _bounded(text: str) -> str:

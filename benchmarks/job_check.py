@@ -1,0 +1,138 @@
+"""What the job check at backend start costs.
+
+    python benchmarks/job_check.py --library PATH [--processes 2 4 8] [--runs 5] [--records 10000]
+
+1. Backend start with the check on and off, interleaved (on, off, on, off, ...): N real processes on
+   localhost join jax.distributed, meet at a barrier of the coordination service (so that what follows
+   starts together), then time `jax.devices("rocm")` with JAX_PLATFORMS=rocm: our loader's checks, the job
+   check where it is on, and the stand-in client (PATH, registered as 'rocm'; each process its own
+   synthetic sysroot of gfx942 GPUs, tests/support/cluster.py). Printed per N: the median over processes
+   and runs of that time, on and off, and their difference (the added time per process, waiting for the
+   slowest included); and the check's own time as its debug line states it. Goal: <= 20 ms added at 8.
+2. Process 0's work on N synthetic fingerprints (tests/support/records.py, one odd host): decoding the
+   published JSON, the comparison and the verdict, timed apart. Goal: < 0.5 s at 10,000.
+
+Run it from outside the repository, with nothing else heavy running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from jax_rocm7_plugin._job import check  # noqa: E402
+from jax_rocm7_plugin._job.compare import compare_at_backend_start  # noqa: E402
+from jax_rocm7_plugin._job.record import RocmFact, encode, from_json  # noqa: E402
+from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa: E402
+from tests.support.records import job  # noqa: E402
+
+# One process of the job: join, meet the others, then time the rocm backend's start.
+PROCESS = r"""
+import json, logging, sys, time
+import jax
+from jax._src import distributed
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+seen = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        seen.append(record.getMessage())
+logger = logging.getLogger("jax_rocm7_plugin")
+logger.setLevel(logging.DEBUG)
+logger.addHandler(Keep())
+logger.propagate = False
+jax.distributed.initialize(address, count, pid, local_device_ids=[pid], initialization_timeout=120)
+distributed.global_state.client.wait_at_barrier("bench-start", 120_000)
+began = time.perf_counter()
+jax.devices("rocm")
+seconds = time.perf_counter() - began
+own = [float(m.split(" in ")[1].split()[0]) for m in seen if m.startswith("job check: ")]
+print("BENCH " + json.dumps({"seconds": seconds, "check_ms": own[0] if own else None}), flush=True)
+"""
+
+
+def backend_start(python: str, library: Path, count: int, work: Path, on: bool) -> list[dict[str, float]]:
+    port = free_port()
+    processes = []
+    for pid in range(count):
+        root = host_sysroot(work / f"p{pid}", "node-0", gpus_with_ids(count))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+        env.update(
+            JAX_PLATFORMS="rocm",
+            JAX_ROCM_SYSROOT=str(root),
+            JAX_ROCM_PJRT_LIBRARY=str(library),
+            JAX_ROCM_JOB_CHECK="error" if on else "off",
+            PYTHONPATH=str(REPO),
+            XDG_CACHE_HOME=str(work / "cache"),
+        )
+        argv = [python, "-c", PROCESS, f"127.0.0.1:{port}", str(count), str(pid)]
+        processes.append(subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+    found = []
+    for process in processes:
+        out, _ = process.communicate(timeout=300)
+        lines = [line for line in out.decode().splitlines() if line.startswith("BENCH ")]
+        if process.returncode != 0 or not lines:
+            raise SystemExit(f"a process failed (exit {process.returncode}): {out.decode()[-800:]}")
+        found.append(json.loads(lines[0][6:]))
+    return found
+
+
+def comparison(count: int) -> tuple[float, float, float]:
+    records = job(count, {p: {"rocm": RocmFact("7.1.1", "/opt/rocm", "/opt/rocm")} for p in range(8, 16)})
+    texts = {pid: encode(r) for pid, r in records.items()}
+    began = time.perf_counter()
+    decoded = {pid: from_json(json.loads(text)) for pid, text in texts.items()}
+    decoding = time.perf_counter() - began
+    began = time.perf_counter()
+    findings = tuple(compare_at_backend_start(decoded))
+    comparing = time.perf_counter() - began
+    began = time.perf_counter()
+    verdict = check.decide(decoded, findings, (), check.DEFAULT_TIMEOUT_SECONDS)
+    deciding = time.perf_counter() - began
+    assert verdict.kind == "refuse" and verdict.processes == tuple(range(8, 16)), verdict
+    return decoding, comparing, deciding
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--library", type=Path, required=True, help="a PJRT plugin library (the stand-in)")
+    parser.add_argument("--processes", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--records", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--python", default=sys.executable)
+    options = parser.parse_args()
+    print("backend start (jax.devices('rocm') after a barrier), median over processes and runs:")
+    for count in options.processes:
+        times: dict[bool, list[float]] = {True: [], False: []}
+        own: list[float] = []
+        with tempfile.TemporaryDirectory() as folder:
+            for run in range(options.runs):
+                for on in (True, False):
+                    found = backend_start(options.python, options.library, count, Path(folder) / f"{run}{on}", on)
+                    times[on] += [f["seconds"] for f in found]
+                    own += [f["check_ms"] for f in found if on and f["check_ms"] is not None]
+        on_ms, off_ms = (statistics.median(times[k]) * 1000 for k in (True, False))
+        print(
+            f"  {count} processes: on {on_ms:.1f} ms, off {off_ms:.1f} ms, added {on_ms - off_ms:+.1f} ms; "
+            f"the check's own time median {statistics.median(own):.1f} ms, max {max(own):.1f} ms"
+        )
+    print("process 0's work on N fingerprints:")
+    for count in options.records:
+        decoding, comparing, deciding = comparison(count)
+        print(
+            f"  {count}: decode {decoding * 1000:.0f} ms, compare {comparing * 1000:.0f} ms, "
+            f"verdict {deciding * 1000:.1f} ms, total {(decoding + comparing + deciding) * 1000:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
