@@ -231,9 +231,9 @@ def test_by_default_open_mpi_names_a_killed_rank_itself(launch: Callable[[str, C
     assert "rank 1" in outcome.stderr and "signal 9" in outcome.stderr, outcome.stderr[-2000:]
 
 
-def job_results(outcome: Outcome) -> dict[int, dict[str, Any]]:
-    """Each task's JOB line from the launcher's merged output, by process id."""
-    found = [json.loads(line[4:]) for line in outcome.stdout.splitlines() if line.startswith("JOB ")]
+def job_results(folder: Path) -> dict[int, dict[str, Any]]:
+    """Each task's result file (job_program.py with JOB_RESULTS), by process id."""
+    found = [json.loads(path.read_text()) for path in folder.glob("*.json")]
     return {int(r["process"]): r for r in found}
 
 
@@ -247,14 +247,17 @@ def test_the_job_check_at_backend_start_under_the_launcher(
     """A consistent job runs a jitted program on 'rocm' in every task; with task 2 on gfx90a, every task
     acts on one verdict that names it, and the job exits non-zero (each task falls back, exit 3)."""
     job = launch(launcher, combo)
-    healthy = job.run_program(job.machines(build), TIMEOUT + 60)
+    folders = {name: job.tmp / f"results-{name}" for name in ("healthy", "odd")}
+    for folder in folders.values():
+        folder.mkdir()
+    healthy = job.run_program(job.machines(build), TIMEOUT + 60, JOB_RESULTS=str(folders["healthy"]))
     assert healthy.returncode == 0, (healthy.stdout[-2000:], healthy.stderr[-2000:])
-    results = job_results(healthy)
+    results = job_results(folders["healthy"])
     assert sorted(results) == [0, 1, 2, 3] and all(r["rocm"] for r in results.values())
     assert "ROCm backend" not in healthy.stderr
-    odd = job.run_program(job.machines(build, odd=2, name="odd"), TIMEOUT + 60)
+    odd = job.run_program(job.machines(build, odd=2, name="odd"), TIMEOUT + 60, JOB_RESULTS=str(folders["odd"]))
     assert odd.returncode not in (0, None), odd.stderr[-2000:]
-    results = job_results(odd)
+    results = job_results(folders["odd"])
     assert sorted(results) == [0, 1, 2, 3] and not any(r["rocm"] for r in results.values())
     errors = {r["error"] for r in results.values()}
     assert len(errors) == 1 and "[cluster-gpu-arch-mismatch]" in errors.pop()

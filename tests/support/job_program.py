@@ -4,8 +4,9 @@
 
 Joins jax.distributed (local device id = the process's local rank), asks for the 'rocm' devices (our
 loader's job check runs there, before the client), runs a jitted program on them, and prints one line
-`JOB {json}`: process, whether it ran on rocm, jax's error where rocm did not start, and (process 0) every
-key and value under jax_rocm7/ in the coordination service. Exit 0: ran on rocm; 3: rocm did not start.
+`JOB {json}` (or writes it, see `say`): process, whether it ran on rocm, jax's error where rocm did not start,
+and (process 0) every key and value under jax_rocm7/ in the coordination service. Exit 0: ran on rocm;
+3: rocm did not start.
 
 Parts a test may ask of a process (variables): JOB_LATE=<s> reach backend start that much later;
 JOB_NEVER=1 never start a backend (sleep JOB_LATE, then leave); JOB_RESTART=1 start the backends a second
@@ -35,7 +36,7 @@ def main() -> int:
     me = distributed.global_state.process_id
     time.sleep(float(os.environ.get("JOB_LATE", "0")))
     if os.environ.get("JOB_NEVER") == "1":
-        print("JOB " + json.dumps({"process": me, "rocm": False, "never": True}), flush=True)
+        say({"process": me, "rocm": False, "never": True})
         return 0
     result = start_and_run()
     if os.environ.get("JOB_RESTART") == "1":
@@ -46,8 +47,19 @@ def main() -> int:
     if me == 0:
         client = distributed.global_state.client
         result["keys"] = dict(client.key_value_dir_get("jax_rocm7/"))
-    print("JOB " + json.dumps({"process": me, **result}), flush=True)
+    say({"process": me, **result})
     return 0 if result["rocm"] else 3
+
+
+def say(result: dict[str, object]) -> None:
+    """One `JOB` line; or, with JOB_RESULTS=<folder>, the file <folder>/<process>.json (a launcher that
+    forwards the tasks' output may split and interleave lines longer than a pipe write)."""
+    folder = os.environ.get("JOB_RESULTS")
+    if folder:
+        with open(os.path.join(folder, f"{result['process']}.json"), "w") as stream:
+            json.dump(result, stream)
+    else:
+        print("JOB " + json.dumps(result), flush=True)
 
 
 def start_and_run() -> dict[str, object]:
