@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from jax_rocm7_plugin._job.compare import compare  # noqa: E402
-from jax_rocm7_plugin._job.record import RocmFact, encode, from_json  # noqa: E402
+from jax_rocm7_plugin._job.record import RocmFact, decode, encode  # noqa: E402
 from tests.support.cluster import free_port, gpus_with_ids, host_sysroot, routable_address  # noqa: E402
 from tests.support.records import job  # noqa: E402
 
@@ -77,7 +77,8 @@ def main() -> None:
     for count in args.records:
         texts = synthetic_records(count)
         started = time.perf_counter()
-        records = {r.process_id: r for r in (from_json(json.loads(t)) for t in texts)}
+        shared: dict[str, dict[str, object]] = {}
+        records = {r.process_id: r for r in (decode(t, shared) for t in texts)}
         decoded = time.perf_counter() - started
         started = time.perf_counter()
         findings = compare(records)

@@ -10,7 +10,6 @@ process: the courier is a child.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
 import time
@@ -257,7 +256,7 @@ class _Run:
     def _compare(self, link: CourierLink) -> int:
         from jax_rocm7_plugin._cluster.launcher import slurm_hosts
         from jax_rocm7_plugin._job.compare import compare
-        from jax_rocm7_plugin._job.record import from_json
+        from jax_rocm7_plugin._job.record import decode
 
         try:
             gathered = link.wait_for(("records",), self.deadline + KILL_GRACE_SECONDS)
@@ -267,9 +266,10 @@ class _Run:
             return self.finish([self._courier_error(link, gathered)])
         records = {}
         findings: list[ClusterFinding] = []
+        shared: dict[str, dict[str, Any]] = {}
         for key, text in gathered["records"].items():
             with contextlib.suppress(ValueError):  # a record that is none counts as missing
-                records[int(key)] = from_json(json.loads(text))
+                records[int(key)] = decode(text, shared)
         missing = tuple(sorted({*gathered["missing"], *(int(k) for k in gathered["records"] if int(k) not in records)}))
         expected = int(self.expected or 0)
         if missing:

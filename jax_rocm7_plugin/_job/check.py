@@ -198,13 +198,14 @@ def _gather(
 
 
 def _parse(texts: Mapping[int, str]) -> tuple[dict[int, ProcessRecord], tuple[int, ...]]:
-    from jax_rocm7_plugin._job.record import from_json
+    from jax_rocm7_plugin._job.record import decode
 
     records: dict[int, ProcessRecord] = {}
     unreadable: list[int] = []
+    shared: dict[str, dict[str, object]] = {}
     for process, text in texts.items():
         try:
-            records[process] = from_json(json.loads(text))
+            records[process] = decode(text, shared)
         except ValueError:  # another release's record, or garbage: it counts as missing
             unreadable.append(process)
     return records, tuple(unreadable)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._job import catalog
@@ -17,9 +17,12 @@ from jax_rocm7_plugin._job.phrases import describe_groups, hosts_phrase, outside
 from jax_rocm7_plugin._job.record import ProcessRecord
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
-from jax_rocm7_plugin._policy import cluster_policy, known_issues
-from jax_rocm7_plugin._policy.known_issues import Situation
+from jax_rocm7_plugin._policy import cluster_policy
 from jax_rocm7_plugin._policy.versions import release_str
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._policy import known_issues
+    from jax_rocm7_plugin._policy.known_issues import Situation
 
 K = TypeVar("K", bound=Hashable)
 Records = Mapping[int, ProcessRecord]
@@ -534,11 +537,17 @@ def _environment(records: Records, hosts: dict[str, list[int]]) -> list[ClusterF
 
 def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     """Known issues of jobs that span hosts (_policy/known_issues.json), matched per process from its record."""
+    from jax_rocm7_plugin._policy import known_issues  # only where a job spans hosts: the check at backend start
+
     if len(hosts) < 2:
         return []
     hit: dict[str, tuple[known_issues.KnownIssue, list[int], set[str]]] = {}
+    matched: dict[Situation, tuple[known_issues.Match, ...]] = {}  # most processes of a job share one situation
     for pid in sorted(records):
-        for match in known_issues.matches(_situation(records[pid], len(hosts)), multi_host=True):
+        situation = _situation(records[pid], len(hosts))
+        if situation not in matched:
+            matched[situation] = tuple(known_issues.matches(situation, multi_host=True))
+        for match in matched[situation]:
             issue, processes, evidence = hit.setdefault(match.issue.id, (match.issue, [], set()))
             processes.append(pid)
             evidence.update(match.evidence)
@@ -560,6 +569,8 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
 
 
 def _situation(record: ProcessRecord, host_count: int) -> Situation:
+    from jax_rocm7_plugin._policy.known_issues import Situation
+
     """What known issues depend on, as one process's record states it."""
     versions = dict(record.versions)
     pjrt = versions.get(PJRT_DISTRIBUTION) or versions.get(PLUGIN_DISTRIBUTION)

@@ -17,15 +17,17 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.network import Interface
-from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
 from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._policy import cluster_policy
 from jax_rocm7_plugin._policy.cluster_policy import REDACTED
 from jax_rocm7_plugin._record import NamedTuple
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
 
 SCHEMA = 2  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
@@ -113,15 +115,21 @@ class ProcessRecord(NamedTuple):
 
 def from_json(data: Mapping[str, Any]) -> ProcessRecord:
     """A record another process published; ValueError when it is not one (another schema, garbage)."""
+    return ProcessRecord(**_own_fields(data), **_shared_fields(data))
+
+
+# What differs from process to process in a job; the rest is the same for a host or the whole job (`encode`).
+_OWN_KEYS = ("schema", "join", "host", "environment", "truncated")
+
+
+def _own_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     try:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"record schema {data.get('schema')!r}, expected {SCHEMA}")
         join = data["join"]
         ids = join["local_device_ids"]
-        rocm = data["rocm"]
-        first = data["first_error"]
-        return ProcessRecord(
-            join=JoinFact(
+        return {
+            "join": JoinFact(
                 int(join["process_id"]),
                 int(join["num_processes"]),
                 None if join["local_process_id"] is None else int(join["local_process_id"]),
@@ -129,27 +137,54 @@ def from_json(data: Mapping[str, Any]) -> ProcessRecord:
                 str(join["coordinator"]),
                 str(join["method"]),
             ),
-            host=str(data["host"]),
-            versions=tuple((str(k), None if v is None else str(v)) for k, v in data["versions"].items()),
-            library_path=data["library"]["path"],
-            library_identity=data["library"]["identity"],
-            rocm=None if rocm is None else RocmFact(rocm["version"], str(rocm["source"]), str(rocm["location"])),
-            gpus=tuple(GpuFact(int(g["node"]), g["gfx"], g["unique_id"], g["pci_bus"]) for g in data["gpus"]),
-            visible=tuple(int(n) for n in data["visible"]),
-            ok=bool(data["ok"]),
-            first_error=None if first is None else (str(first[0]), str(first[1]), str(first[2])),
-            environment=tuple((str(k), str(v)) for k, v in data["environment"].items()),
-            shm_bytes=None if data["shm_bytes"] is None else int(data["shm_bytes"]),
-            open_files=(_optional_int(data["open_files"][0]), _optional_int(data["open_files"][1])),
-            interfaces=tuple(
-                Interface(str(n), bool(u), tuple(str(a) for a in addrs)) for n, u, addrs in data["interfaces"]
-            ),
-            rdma_devices=tuple(str(d) for d in data["rdma"]["devices"]),
-            verbs_nodes=tuple(str(d) for d in data["rdma"]["verbs_nodes"]),
-            truncated=tuple(str(t) for t in data.get("truncated", ())),
-        )
+            "host": str(data["host"]),
+            "environment": tuple((str(k), str(v)) for k, v in data["environment"].items()),
+            "truncated": tuple(str(t) for t in data.get("truncated", ())),
+        }
     except (KeyError, TypeError, IndexError, AttributeError) as error:
         raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
+
+
+def _shared_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        rocm = data["rocm"]
+        first = data["first_error"]
+        return {
+            "versions": tuple((str(k), None if v is None else str(v)) for k, v in data["versions"].items()),
+            "library_path": data["library"]["path"],
+            "library_identity": data["library"]["identity"],
+            "rocm": None if rocm is None else RocmFact(rocm["version"], str(rocm["source"]), str(rocm["location"])),
+            "gpus": tuple(GpuFact(int(g["node"]), g["gfx"], g["unique_id"], g["pci_bus"]) for g in data["gpus"]),
+            "visible": tuple(int(n) for n in data["visible"]),
+            "ok": bool(data["ok"]),
+            "first_error": None if first is None else (str(first[0]), str(first[1]), str(first[2])),
+            "shm_bytes": None if data["shm_bytes"] is None else int(data["shm_bytes"]),
+            "open_files": (_optional_int(data["open_files"][0]), _optional_int(data["open_files"][1])),
+            "interfaces": tuple(
+                Interface(str(n), bool(u), tuple(str(a) for a in addrs)) for n, u, addrs in data["interfaces"]
+            ),
+            "rdma_devices": tuple(str(d) for d in data["rdma"]["devices"]),
+            "verbs_nodes": tuple(str(d) for d in data["rdma"]["verbs_nodes"]),
+        }
+    except (KeyError, TypeError, IndexError, AttributeError) as error:
+        raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
+
+
+def decode(text: str, shared: dict[str, dict[str, Any]] | None = None) -> ProcessRecord:
+    """A record as `encode` wrote it; ValueError when it is none. `shared`: a cache the caller keeps across
+    the records of one job, of the part that is the same for a host or the whole job (most of a record),
+    so that 10,000 alike records are parsed as a few."""
+    own_text, _, shared_text = text.partition("\n")
+    try:
+        own = _own_fields(json.loads(own_text))
+        fields = shared.get(shared_text) if shared is not None else None
+        if fields is None:
+            fields = _shared_fields(json.loads(shared_text))
+            if shared is not None:
+                shared[shared_text] = fields
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not a cluster record: {error}") from None
+    return ProcessRecord(**own, **fields)
 
 
 def _optional_int(value: Any) -> int | None:
@@ -157,7 +192,8 @@ def _optional_int(value: Any) -> int | None:
 
 
 def encode(record: ProcessRecord) -> str:
-    """Compact JSON within the policy's bound: the largest parts are cut, each cut named in `truncated`."""
+    """Compact JSON (`decode` reads it) within the policy's bound: the largest parts are cut, each cut named in
+    `truncated`."""
     limit = cluster_policy.record_max_bytes()
     text = _dumps(record)
     for name, cut in _CUTS:
@@ -172,7 +208,14 @@ def encode(record: ProcessRecord) -> str:
 
 
 def _dumps(record: ProcessRecord) -> str:
-    return json.dumps(record.to_json(), separators=(",", ":"), ensure_ascii=True)
+    """Two lines of compact JSON: what is this process's own, then what it shares with its host or job."""
+    data = record.to_json()
+    own = {key: data.pop(key) for key in _OWN_KEYS}
+    return f"{_compact(own)}\n{_compact(data)}"
+
+
+def _compact(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=True)  # never a raw newline
 
 
 def _bare(record: ProcessRecord) -> ProcessRecord:

@@ -16,6 +16,7 @@ from jax_rocm7_plugin._job.record import (
     JoinFact,
     ProcessRecord,
     RocmFact,
+    decode,
     encode,
     from_json,
     steering_environment,
@@ -175,11 +176,23 @@ def test_records_are_bounded_and_secrets_never_leave() -> None:
     big = record(0, 1, environment=tuple(chosen.items()), host="h" * 200)
     text = encode(big)
     assert len(text.encode()) <= cluster_policy.record_max_bytes()
-    back = from_json(json.loads(text))
+    back = decode(text)
     assert back.truncated and back.join == big.join and back.ok
     assert "hf_abcdefgh12345" not in text and "pa55word" not in text
     with pytest.raises(ValueError):
         from_json({"schema": 99})
+    for garbage in ("", "{}", "not json\n{}", text.replace('"schema":2', '"schema":1')):
+        with pytest.raises(ValueError):
+            decode(garbage)
+
+
+def test_alike_records_share_their_decoded_part() -> None:
+    """Records of one job share what is not their own: decoded once per distinct part, equal to a full decode."""
+    records = {p: record(p, 64) for p in range(64)}
+    shared: dict[str, dict[str, object]] = {}
+    back = {p: decode(encode(r), shared) for p, r in records.items()}
+    assert back == records and len(shared) == 1
+    assert back[3].gpus is back[40].gpus  # one object, not 64 copies
 
 
 def test_phrases_and_launcher_words() -> None:
