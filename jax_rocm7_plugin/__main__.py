@@ -107,6 +107,18 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     cluster.add_argument("--verbose", action="store_true", help="every process says what it does on stderr")
     cluster.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
     cluster.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+    deep = cluster.add_argument_group("--deep: the job's collectives, for real, after the comparison")
+    deep.add_argument("--deep", action="store_true", help="start the backend in every process and run its collectives")
+    deep.add_argument(
+        "--sizes",
+        type=_sizes,
+        metavar="8,64K,16M",
+        help="message sizes (default: 8 B x 4^k to 128 MiB, and 256 MiB)",
+    )
+    deep.add_argument(
+        "--platform", choices=("rocm", "cpu"), default="rocm", help="the backend (cpu: gloo over the network)"
+    )
+    deep.add_argument("--step-timeout", type=_seconds, default=60.0, help="seconds for each step (default 60)")
 
 
 def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -176,6 +188,15 @@ def _id_list(text: str) -> tuple[int, ...]:
     return tuple(_non_negative_int(part) for part in text.split(","))
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    from jax_rocm7_plugin._cluster.collectives import parse_sizes
+
+    try:
+        return parse_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _cluster(args: argparse.Namespace) -> int:
     from jax_rocm7_plugin._cluster.preflight import Options, run
 
@@ -192,6 +213,10 @@ def _cluster(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         sysroot=args.sysroot,
         library=args.library,
+        deep=args.deep,
+        sizes=args.sizes or (),
+        platform=args.platform,
+        step_timeout=args.step_timeout,
     )
     return run(options, os.environ, sys.stdout, sys.stderr)
 

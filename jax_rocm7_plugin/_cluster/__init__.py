@@ -1,2 +1,2 @@
-"""The cluster preflight: every process of a job runs the doctor, process 0 compares their records and reports.
+"""The cluster preflight: every process runs the doctor, process 0 compares and reports; --deep runs the collectives.
 May import _doctor and everything below it; nothing imports it but __main__ (jax only in the courier child)."""

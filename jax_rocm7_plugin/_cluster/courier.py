@@ -213,6 +213,13 @@ def main() -> None:
         with contextlib.suppress(Exception):  # process 0 may be gone already; the verdict is ours
             client.key_value_set(f"{PREFIX}/ack/{process_id}", "1")
     emit("done")
+    if job.get("deep"):  # cluster --deep: the job's collectives, in this child (deep.py)
+        from jax_rocm7_plugin._cluster import deep
+
+        try:
+            deep.run(client, _service, found, job["deep"], emit, read_message)
+        except Exception as error:  # noqa: BLE001 - jax's distributed state or a release without shard_map
+            fail("deep", f"{type(error).__name__}: {error}")
     os._exit(0)  # no destructors: the client's shutdown is a barrier of its own
 
 

@@ -25,6 +25,8 @@ from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_STEP_TIMEOUT = 60.0  # --deep: each step's deadline (the 256 MiB collectives over sockets take seconds)
+DEEP_VERDICT_SECONDS = 35.0  # process 0's courier hands the report's code to the others (deep.VERDICT_WAIT_SECONDS)
 RESOLVE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 2.0
 USAGE_FIX = (
@@ -43,6 +45,10 @@ class Options(NamedTuple):
     verbose: bool = False
     sysroot: Path | None = None
     library: Path | None = None
+    deep: bool = False  # then run the job's collectives for real (deep.py)
+    sizes: tuple[int, ...] = ()  # --deep's message sizes (collectives.DEFAULT_SIZES where empty)
+    platform: str = "rocm"  # --deep's backend; "cpu" runs the same steps over gloo
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
 
 
 class _Run:
@@ -116,7 +122,8 @@ class _Run:
 
     def _courier_environment(self) -> dict[str, str]:
         environ = dict(self.environ)
-        environ["JAX_PLATFORMS"] = "cpu"  # the courier never needs a backend: never let one start there
+        # Only --deep starts a backend there (the one asked for); else never let one start.
+        environ["JAX_PLATFORMS"] = self.options.platform if self.options.deep else "cpu"
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")  # keep the service's log: it names who never joined
         return environ
 
@@ -132,6 +139,7 @@ class _Run:
                 "num_processes": options.num_processes,
                 "process_id": options.process_id,
                 "local_device_ids": list(options.local_device_ids) if options.local_device_ids is not None else None,
+                "deep": self._deep_plan(),
             }
         )
         report_and_facts = self._doctor()  # while the courier imports jax
@@ -168,6 +176,43 @@ class _Run:
         if self.process_id == 0:
             return self._compare(link)
         return self._await_verdict(link)
+
+    def _deep_plan(self) -> dict[str, Any] | None:
+        from jax_rocm7_plugin._cluster.collectives import DEFAULT_SIZES
+
+        if not self.options.deep:
+            return None
+        sizes = self.options.sizes or DEFAULT_SIZES
+        return {"platform": self.options.platform, "sizes": list(sizes), "step_timeout": self.options.step_timeout}
+
+    def _deep_deadline(self) -> float:
+        from jax_rocm7_plugin._cluster.deep import GATHER_GRACE_SECONDS, plan_steps
+
+        plan = self._deep_plan() or {"sizes": []}
+        steps = len(plan_steps(list(plan["sizes"])))
+        return time.time() + steps * self.options.step_timeout + GATHER_GRACE_SECONDS + KILL_GRACE_SECONDS
+
+    def _deep_progress(self, link: CourierLink, last: str) -> dict[str, Any]:
+        """The courier's events until `last` (or an error), each step said with --verbose."""
+        deadline = self._deep_deadline()
+        while True:
+            event = link.wait_for((last, "deep-step"), deadline)
+            if event["event"] != "deep-step":
+                return event
+            self.say(f"deep step {event.get('name')}")
+
+    def _deep(self, link: CourierLink, host_of: Mapping[int, str]) -> tuple[Any, list[ClusterFinding]]:
+        """Process 0: the courier's gathering of the deep steps, read as figures and findings."""
+        from jax_rocm7_plugin._cluster.collectives import read_steps
+
+        try:
+            event = self._deep_progress(link, "deep")
+        except CourierGone as gone:
+            return None, [self._gone(link, gone, "the deep steps")]
+        if event["event"] == "error":
+            return None, [self._courier_error(link, event)]
+        result = read_steps(list(event["steps"]), int(self.expected or 0), host_of, self.options.step_timeout)
+        return result, list(result.findings)
 
     def _doctor(self) -> tuple[Any, Any] | BaseException:
         from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
@@ -281,6 +326,18 @@ class _Run:
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
         with contextlib.suppress(CourierGone):  # the verdict is out; the others say if they could not read it
             link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
+        if self.options.deep:
+            result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
+            report = report._replace(
+                findings=(*report.findings, *deep_findings),
+                collectives=result.figures if result is not None else (),
+                local_work=result.rates if result is not None else {},
+                deep=True,
+                elapsed_s=round(time.time() - self.started, 3),
+            )
+            with contextlib.suppress(CourierGone, OSError):  # the others exit with the report's code too
+                link.send({"deep-verdict": report.exit_code})
+                link.wait_for(("deep-finished",), time.time() + DEEP_VERDICT_SECONDS)
         return self.show(report)
 
     def _await_verdict(self, link: CourierLink) -> int:
@@ -296,6 +353,18 @@ class _Run:
             return self.finish([no_verdict])
         verdict = event["verdict"]
         self.say(f"process 0's verdict: {verdict.get('verdict')}")
+        if self.options.deep:  # the courier runs the deep steps now; process 0 reports them, and the code
+            try:
+                done = self._deep_progress(link, "deep-done")
+                code = int(done.get("code", EXIT_PROBLEMS)) if done["event"] == "deep-done" else EXIT_PROBLEMS
+            except CourierGone as gone:
+                self.err.write(
+                    f"cluster preflight, process {self.process_id}: the deep steps' courier "
+                    f"{'ran past its deadline' if gone.why == 'deadline' else death_description(gone.returncode)}\n"
+                )
+                code = EXIT_PROBLEMS
+            link.close(time.time() + KILL_GRACE_SECONDS)
+            return code if code in (0, 1, 2) else EXIT_PROBLEMS
         link.close(time.time() + KILL_GRACE_SECONDS)
         code = verdict.get("code")
         return code if code in (0, 1, 2) else EXIT_PROBLEMS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jax_rocm7_plugin._cluster.collectives import Figure, table_lines
 from jax_rocm7_plugin._job.catalog import ClusterFinding, finding_lines
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -21,6 +22,9 @@ class ClusterReport(NamedTuple):
     method: str | None = None  # how the processes found each other: slurm, ompi, ..., arguments
     elapsed_s: float | None = None
     joined: int | None = None  # where joining failed: how many the coordination service saw join (its count)
+    deep: bool = False  # --deep ran: the collectives below and each process's local work
+    collectives: tuple[Figure, ...] = ()
+    local_work: dict[int, float] = {}  # noqa: RUF012 - read only; GFLOP/s by process
 
     @property
     def exit_code(self) -> int:
@@ -45,6 +49,14 @@ class ClusterReport(NamedTuple):
             "elapsed_s": self.elapsed_s,
             "joined": self.joined,
             "findings": [f.to_json() for f in self.findings],
+            **(
+                {
+                    "collectives": [c.to_json() for c in self.collectives],
+                    "local_work_gflops": {str(p): round(r, 3) for p, r in sorted(self.local_work.items())},
+                }
+                if self.deep
+                else {}
+            ),
         }
 
 
@@ -67,4 +79,8 @@ def render_text(report: ClusterReport) -> str:
     else:
         problems = sum(1 for f in report.findings if f.is_problem)
         head = f"Cluster: {problems} problem(s): {count}"
-    return "\n".join([head, *finding_lines(report.findings)])
+    lines = [head, *finding_lines(report.findings)]
+    if report.deep:
+        lines.append(f"Collectives ({len(report.collectives)} measured; bus bandwidth as nccl-tests defines it):")
+        lines.extend(table_lines(report.collectives) or ["  none completed"])
+    return "\n".join(lines)

@@ -35,6 +35,10 @@ ClusterFindingId = Literal[
     "cluster-shm-too-small",
     "cluster-open-files-low",
     "cluster-known-issue",
+    "cluster-collective-hung",
+    "cluster-collective-wrong",
+    "cluster-process-slow",
+    "cluster-deep-failed",
     "cluster-internal-error",
 ]
 CLUSTER_FINDING_IDS: tuple[ClusterFindingId, ...] = get_args(ClusterFindingId)

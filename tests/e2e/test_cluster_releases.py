@@ -22,6 +22,8 @@ from tests.support.cluster import (
     odd_job,
     report_of,
 )
+from tests.support.deep_job import DeepJob
+from tests.support.deep_job import report_of as deep_report_of
 from tests.support.environment import Combo
 from tests.support.job_check import refused_everywhere, run_job
 
@@ -105,3 +107,15 @@ def test_a_process_that_never_starts_on_jax_012(
     assert all("Abort" not in o.stderr and "Traceback" not in o.stderr for o in outcomes)
     report = report_of(outcomes[0])
     assert report["missing"] == [5] and findings_by_id(report)["cluster-incomplete"]["processes"] == [5]
+
+
+@pytest.mark.xdist_group("e2e-0.12.0")
+def test_the_deep_preflight_on_jax_012(
+    e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
+) -> None:
+    """`cluster --deep --platform cpu` from our wheels on jax 0.12.0/3.12: every collective measured, right."""
+    job = DeepJob(tmp_path, standin_library, 2, python=e2e_venv(JAX_012), pythonpath="")
+    results = job.run()
+    assert [r[0] for r in results] == [0, 0], ["".join(s[-20:]) for s in job.stderr]
+    report = deep_report_of(results)
+    assert report["findings"] == [] and len(report["collectives"]) == 6

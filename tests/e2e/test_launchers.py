@@ -89,9 +89,10 @@ class Launch:
             host_sysroot(base / f"p{task}", "node-0", gpus_with_ids(TASKS, gfx), rocm=(build, "7.2.0"))
         return base
 
-    def run(self, machines: Path, limit: float, **parts: str) -> Outcome:
-        """The preflight (`cluster --json`) in every task."""
-        return self.launch(task_argv(self.python, machines, "--json", "--timeout", str(TIMEOUT)), limit, **parts)
+    def run(self, machines: Path, limit: float, *extra: str, **parts: str) -> Outcome:
+        """The preflight (`cluster --json ...extra`) in every task."""
+        argv = task_argv(self.python, machines, "--json", "--timeout", str(TIMEOUT), *extra)
+        return self.launch(argv, limit, **parts)
 
     def run_program(self, machines: Path, limit: float, **parts: str) -> Outcome:
         """tests/support/job_program.py in every task: jax's launcher detection, then the rocm backend."""
@@ -262,3 +263,22 @@ def test_the_job_check_at_backend_start_under_the_launcher(
     errors = {r["error"] for r in results.values()}
     assert len(errors) == 1 and "[cluster-gpu-arch-mismatch]" in errors.pop()
     assert "gfx90a on node-0 (process 2)" in odd.stderr
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@GROUP
+def test_the_deep_preflight_under_the_launcher(
+    launcher: str, launch: Callable[[str, Combo], Launch], build: Path
+) -> None:
+    """`cluster --deep --platform cpu`: jax's CPU backend in every task's courier, collectives over gloo."""
+    job = launch(launcher, JAX_0102)
+    deep = ("--deep", "--platform", "cpu", "--sizes", "8,1M", "--step-timeout", "30")
+    outcome = job.run(job.machines(build), TIMEOUT + 200, *deep)
+    assert outcome.returncode == 0, (outcome.stdout[-2000:], outcome.stderr[-2000:])
+    report = report_in(outcome)
+    assert report["findings"] == [] and [(c["op"], c["bytes"], c["ranks"]) for c in report["collectives"]] == [
+        ("all-reduce", 8, 4),
+        ("all-gather", 8, 4),
+        ("all-reduce", 1024 * 1024, 4),
+        ("all-gather", 1024 * 1024, 4),
+    ]

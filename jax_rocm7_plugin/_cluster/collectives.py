@@ -1,0 +1,220 @@
+"""The figures of `cluster --deep`: message sizes, a step's time for the job, bandwidths as nccl-tests defines
+them, and the processes whose own work is slow. Pure: the courier measures, process 0's parent reads.
+
+Bandwidth (nccl-tests, doc/PERFORMANCE.md; rccl-tests the same): for a collective over n ranks (devices) that
+took t seconds on a buffer of S bytes, algbw = S / t. The bus bandwidth corrects for what the operation must
+move, so that it compares with the hardware's peak whatever n is: all-reduce busbw = algbw x 2(n-1)/n;
+all-gather busbw = algbw x (n-1)/n, where S is the gathered (output) size. A collective ends when its slowest
+rank does: the job's time for a step is the largest of the processes' times.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from jax_rocm7_plugin._job import catalog
+from jax_rocm7_plugin._job.catalog import ClusterFinding
+from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._record import NamedTuple
+
+KIB, MIB = 1024, 1024 * 1024
+# 8 B to 128 MiB in powers of 4 (8 x 4^k), then 256 MiB: the range where latency gives way to bandwidth.
+DEFAULT_SIZES: tuple[int, ...] = (*(8 * 4**k for k in range(13)), 256 * MIB)
+OPERATIONS = ("all-reduce", "all-gather")
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "B": 1, "K": KIB, "M": MIB, "G": 1024 * MIB}
+# A process whose own work runs below this fraction of the job's median is named as slow. A healthy node runs
+# within a few percent of its peers (same model, same clocks); half is far outside noise and still catches a
+# node throttled, shared or in a degraded power state.
+SLOW_FRACTION = 0.5
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """ "8,1K,16M,256MiB" -> bytes, ascending and each once; ValueError naming the entry that is none."""
+    sizes: set[int] = set()
+    for entry in text.split(","):
+        match = _SIZE.match(entry)
+        if match is None:
+            raise ValueError(f"{entry.strip()!r} is not a size (e.g. 8, 64K, 16M, 1G)")
+        unit = (match.group(2) or "").upper().replace("IB", "").replace("B", "")
+        value = int(match.group(1)) * _UNITS[unit or ""]
+        if not 4 <= value <= 4 * 1024 * MIB:
+            raise ValueError(f"{entry.strip()!r}: sizes go from 4 B (one float32) to 4 GiB")
+        sizes.add(value)
+    return tuple(sorted(sizes))
+
+
+def size_text(size: int) -> str:
+    for unit, scale in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", KIB)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+class Figure(NamedTuple):
+    """One collective at one size in one group of the job (what `--json` lists under `collectives`)."""
+
+    op: str  # "all-reduce", "all-gather"
+    bytes: int
+    seconds: float
+    ranks: int  # devices taking part
+    group: str  # "job", "host:<name>", "pair:<a>,<b>"
+    algbw_gbps: float
+    busbw_gbps: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "op": self.op,
+            "bytes": self.bytes,
+            "seconds": self.seconds,
+            "ranks": self.ranks,
+            "group": self.group,
+            "algbw_gbps": self.algbw_gbps,
+            "busbw_gbps": self.busbw_gbps,
+        }
+
+
+def bus_factor(op: str, ranks: int) -> float:
+    if ranks < 2:
+        return 0.0  # nothing crosses a bus
+    if op == "all-reduce":
+        return 2 * (ranks - 1) / ranks
+    if op == "all-gather":
+        return (ranks - 1) / ranks
+    raise ValueError(f"no bus bandwidth rule for {op!r}")
+
+
+def figure(op: str, size: int, seconds: float, ranks: int, group: str = "job") -> Figure:
+    algbw = size / seconds / 1e9 if seconds > 0 else 0.0
+    return Figure(op, size, seconds, ranks, group, algbw, algbw * bus_factor(op, ranks))
+
+
+def job_seconds(per_process: Mapping[int, float]) -> float:
+    """The job's time for a collective: its slowest process's."""
+    return max(per_process.values())
+
+
+def slow_processes(rates: Mapping[int, float], fraction: float = SLOW_FRACTION) -> tuple[int, ...]:
+    """The processes whose own rate of work is below `fraction` of the job's median rate."""
+    if len(rates) < 2:
+        return ()
+    median = statistics.median(rates.values())
+    return tuple(sorted(p for p, rate in rates.items() if rate < fraction * median))
+
+
+class DeepResult(NamedTuple):
+    figures: tuple[Figure, ...]
+    findings: tuple[ClusterFinding, ...]
+    rates: dict[int, float]  # each process's local work, GFLOP/s
+
+
+def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, str], step_timeout: float) -> DeepResult:
+    """Process 0's courier's gathering (each step with every process's outcome) as figures and findings."""
+    figures: list[Figure] = []
+    findings: list[ClusterFinding] = []
+    rates: dict[int, float] = {}
+
+    def concerns(processes: list[int]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        ordered = tuple(sorted(processes))
+        return ordered, tuple(sorted({host_of.get(p, "unknown host") for p in ordered}))
+
+    for step in steps:
+        outcomes = {int(p): o for p, o in step.get("outcomes", {}).items()}
+        name = str(step["name"])
+        silent = [p for p in range(count) if p not in outcomes]
+        stuck = [p for p, o in outcomes.items() if o.get("timeout")]
+        if silent or stuck:
+            culprits = silent or stuck
+            processes, hosts = concerns(culprits)
+            waited = f"; {processes_phrase(sorted(stuck))} waited it out" if silent and stuck else ""
+            findings.append(
+                catalog.mismatch(
+                    "cluster-collective-hung",
+                    "error",
+                    f"{name} did not finish within {step_timeout:g} s: {processes_phrase(list(processes))} on "
+                    f"{hosts_phrase(hosts)} never reported it (stopped, killed or hung){waited}"
+                    if silent
+                    else f"{name} did not finish within {step_timeout:g} s in {processes_phrase(list(processes))}",
+                    "look at the processes named first (their host's dmesg, the job's log of that rank); raise "
+                    "--step-timeout only if the step is merely slow",
+                    processes,
+                    hosts,
+                    tuple(f"process {p}: {o.get('error')}" for p, o in sorted(outcomes.items()) if not o.get("ok"))[
+                        :16
+                    ],
+                )
+            )
+            break  # later steps did not run
+        wrong = sorted(p for p, o in outcomes.items() if o.get("wrong"))
+        failed = sorted(p for p, o in outcomes.items() if not o.get("ok") and not o.get("wrong"))
+        if wrong:
+            processes, hosts = concerns(wrong)
+            findings.append(
+                catalog.mismatch(
+                    "cluster-collective-wrong",
+                    "error",
+                    f"{name} gave a wrong result in {processes_phrase(wrong)} on {hosts_phrase(hosts)}",
+                    "do not run the job on these hosts until the GPU, driver and RCCL there pass again; "
+                    f"`python -m {PLUGIN_PACKAGE} doctor --deep` on each",
+                    processes,
+                    hosts,
+                    tuple(f"process {p}: {outcomes[p].get('error')}" for p in wrong[:16]),
+                )
+            )
+        if failed:
+            processes, hosts = concerns(failed)
+            first = outcomes[failed[0]].get("error")
+            findings.append(
+                catalog.mismatch(
+                    "cluster-deep-failed",
+                    "error",
+                    f"{name} failed in {processes_phrase(failed)} on {hosts_phrase(hosts)}: {first}",
+                    f"run `python -m {PLUGIN_PACKAGE} doctor --deep` on the hosts named",
+                    processes,
+                    hosts,
+                    tuple(f"process {p}: {outcomes[p].get('error')}" for p in failed[:16]),
+                )
+            )
+        if name == "local-work":
+            rates = {p: float(o["gflops"]) for p, o in outcomes.items() if o.get("ok") and o.get("gflops")}
+            slow = list(slow_processes(rates))
+            if slow:
+                processes, hosts = concerns(slow)
+                median = statistics.median(rates.values())
+                findings.append(
+                    catalog.mismatch(
+                        "cluster-process-slow",
+                        "warning",
+                        f"{processes_phrase(slow)} on {hosts_phrase(hosts)} ran the same local work below "
+                        f"{SLOW_FRACTION:.0%} of the job's median rate ({median:.1f} GFLOP/s): every collective "
+                        "waits for them",
+                        "look for throttling (amd-smi metric: power, temperature, clocks), other jobs on the host, "
+                        "or a GPU in a degraded state; move the job off these hosts meanwhile",
+                        processes,
+                        hosts,
+                        tuple(f"process {p}: {rates[p]:.1f} GFLOP/s" for p in slow[:16]),
+                    )
+                )
+        elif "op" in step and not wrong and not failed and len(outcomes) == count:
+            seconds = job_seconds({p: float(o["seconds"]) for p, o in outcomes.items()})
+            ranks = int(next(iter(outcomes.values())).get("ranks", count))
+            figures.append(figure(str(step["op"]), int(step["bytes"]), seconds, ranks))
+    return DeepResult(tuple(figures), tuple(findings), rates)
+
+
+def table_lines(figures: tuple[Figure, ...]) -> list[str]:
+    """The bus-bandwidth table, one line per operation and size."""
+    if not figures:
+        return []
+    lines = [f"  {'op':<11}{'size':>10}{'time':>12}{'algbw':>14}{'busbw':>14}  group (ranks)"]
+    for f in figures:
+        time_text = f"{f.seconds * 1e3:.3f} ms" if f.seconds < 1 else f"{f.seconds:.3f} s"
+        algbw, busbw = f"{f.algbw_gbps:.3g} GB/s", f"{f.busbw_gbps:.3g} GB/s"
+        lines.append(
+            f"  {f.op:<11}{size_text(f.bytes):>10}{time_text:>12}{algbw:>14}{busbw:>14}  {f.group} ({f.ranks})"
+        )
+    return lines

@@ -1,0 +1,263 @@
+"""`cluster --deep` in the courier: after the configuration's verdict, every process creates its jax backend
+here (a child the parent can kill, never the reporting process) and runs the job's collectives for real.
+
+Steps, in order, the same in every process: the backend (jax.distributed's, on the coordination client the
+courier already holds; on 'cpu' the collectives go over gloo), a first jit on each local device, a fixed
+piece of local work (a jitted matmul: its rate names a slow process), then all-reduce and all-gather over
+every device of the job at each size, each result checked against the value it must have.
+
+Each process publishes each step's outcome at `jax_rocm7/cluster/deep/<step>/<process>` (outside the
+collective path); process 0's courier gathers them and hands them to its parent, which writes the report.
+Every step has a deadline: a watchdog thread publishes a timeout for the step this process is stuck in,
+sets `jax_rocm7/cluster/deep/abort` so the others stop too, and ends the courier (process 0's first gathers
+what the others said). A process stopped or killed mid-step is the one that never reports that step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+PREFIX = "jax_rocm7/cluster/deep"
+GATHER_GRACE_SECONDS = 5.0
+LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
+LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
+VERDICT_WAIT_SECONDS = 30  # the others wait this long for process 0's parent to write the report's exit code
+Emit = Callable[..., None]
+Receive = Callable[[], dict[str, Any]]
+
+
+def plan_steps(sizes: list[int]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = [{"name": "backend"}, {"name": "first-jit"}, {"name": "local-work"}]
+    for size in sizes:
+        for op in ("all-reduce", "all-gather"):
+            steps.append({"name": f"{op}/{size}", "op": op, "bytes": size})
+    return steps
+
+
+class _Deep:
+    def __init__(
+        self, client: Any, process_id: int, count: int, plan: dict[str, Any], emit: Emit, receive: Receive
+    ) -> None:
+        self.client, self.process_id, self.count, self.plan = client, process_id, count, plan
+        self.emit, self.receive = emit, receive
+        self.steps = plan_steps(list(plan["sizes"]))
+        self.step_timeout = float(plan["step_timeout"])
+        self.current = 0
+        self.lock = threading.Lock()
+        self.finished = False
+
+    def publish(self, index: int, outcome: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):  # the service is gone: process 0 names this process as silent
+            self.client.key_value_set(f"{PREFIX}/{index}/{self.process_id}", json.dumps(outcome))
+
+    def abort(self) -> None:
+        """Tell the others to run no further step."""
+        with contextlib.suppress(Exception):
+            self.client.key_value_set(f"{PREFIX}/abort", str(self.process_id), allow_overwrite=True)
+
+    def aborted(self) -> bool:
+        try:
+            return bool(self.client.key_value_dir_get(f"{PREFIX}/abort"))
+        except Exception:  # noqa: BLE001 - the service is gone: stop
+            return True
+
+    def on_timeout(self, index: int) -> None:
+        """The watchdog: this process is stuck in step `index` (in a collective another process left)."""
+        with self.lock:
+            if self.finished or self.current != index:
+                return
+            self.finished = True
+        self.publish(index, {"ok": False, "timeout": True, "error": f"not done within {self.step_timeout:g} s"})
+        self.abort()
+        self.report(index + 1, stuck=True)
+        os._exit(0)
+
+    def report(self, steps: int, *, stuck: bool = False) -> None:
+        """Process 0: every process's outcome of the first `steps` steps, to the parent, then the job's exit
+        code from the parent to the others; the others: that code (1 where this process is stuck or the code
+        does not come). `stuck`: called by the watchdog, with the main thread in a collective."""
+        if self.process_id != 0:
+            code = 1
+            if not stuck:
+                with contextlib.suppress(Exception):  # not in time: this process cannot know, and says problems
+                    code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", VERDICT_WAIT_SECONDS * 1000))
+                    self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
+            self.emit("deep-done", code=code)
+            return
+        listening = self.gather(steps)
+        if stuck:
+            return  # the others are stuck or gone too: each says problems
+        code = int(self.receive().get("deep-verdict", 1))
+        with contextlib.suppress(Exception):
+            self.client.key_value_set(f"{PREFIX}/verdict", str(code))
+            until = time.time() + VERDICT_WAIT_SECONDS
+            for process in sorted(listening):  # the service lives here: stay until they have read it
+                left = max(1, int((until - time.time()) * 1000))
+                with contextlib.suppress(Exception):
+                    self.client.blocking_key_value_get(f"{PREFIX}/ack/{process}", left)
+        self.emit("deep-finished")
+
+    def gather(self, steps: int) -> set[int]:
+        """Every process's outcome of the first `steps` steps, to the parent; the processes that will wait for
+        the job's code."""
+        until = time.time() + GATHER_GRACE_SECONDS
+        gathered = []
+        for index, step in enumerate(self.steps[:steps]):
+            outcomes: dict[str, Any] = {}
+            for process in range(self.count):
+                key = f"{PREFIX}/{index}/{process}"
+                try:
+                    left = max(1, int((until - time.time()) * 1000))
+                    outcomes[str(process)] = json.loads(self.client.blocking_key_value_get(key, left))
+                except Exception:  # noqa: BLE001 - never reported: stopped, killed or hung before the step
+                    continue
+            gathered.append({**step, "outcomes": outcomes})
+        self.emit("deep", steps=gathered, devices=self.devices)
+        last = gathered[-1]["outcomes"] if gathered else {}
+        # Who waits for the job's code: the processes that finished the last step here (a stuck one's
+        # watchdog has ended it; a stopped or killed one never reported it).
+        return {int(p) for p, outcome in last.items() if not outcome.get("timeout")} - {0}
+
+    def run(self) -> None:
+        self.devices = 0
+        for index, step in enumerate(self.steps):
+            if index > 0 and self.aborted():
+                break
+            with self.lock:
+                self.current = index
+            self.emit("deep-step", name=step["name"])  # progress, for --verbose
+            watchdog = threading.Timer(self.step_timeout, self.on_timeout, args=(index,))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                outcome = self.run_step(step)
+            except Exception as error:  # noqa: BLE001 - a step that fails is a finding, not a crash
+                first_line = (str(error).strip().splitlines() or [""])[0]
+                outcome = {"ok": False, "error": f"{type(error).__name__}: {first_line[:300]}"}
+            watchdog.cancel()
+            with self.lock:
+                if self.finished:  # the watchdog fired as the step ended: it has reported
+                    return
+            self.publish(index, outcome)
+            if not outcome["ok"] and step["name"] in ("backend", "first-jit"):
+                self.abort()  # nothing later can run without a working backend
+                self.report(index + 1)
+                return
+        with self.lock:
+            self.finished = True
+        self.report(len(self.steps))
+
+    def run_step(self, step: dict[str, Any]) -> dict[str, Any]:
+        import jax
+
+        name = step["name"]
+        started = time.perf_counter()
+        if name == "backend":
+            self.devices = len(jax.devices())
+            return {"ok": True, "seconds": time.perf_counter() - started, "devices": self.devices}
+        if name == "first-jit":
+            return self.first_jit()
+        if name == "local-work":
+            return self.local_work()
+        return self.collective(step["op"], int(step["bytes"]))
+
+    def first_jit(self) -> dict[str, Any]:
+        import jax
+        import numpy as np
+
+        started = time.perf_counter()
+        for device in jax.local_devices():
+            x = jax.device_put(np.arange(8, dtype=np.float32), device)
+            y = np.asarray(jax.jit(lambda a: a * 2 + 1)(x))
+            if not np.array_equal(y, np.arange(8, dtype=np.float32) * 2 + 1):
+                return {"ok": False, "wrong": True, "error": f"{device}: {y.tolist()} is not 2x+1"}
+        return {"ok": True, "seconds": time.perf_counter() - started}
+
+    def local_work(self) -> dict[str, Any]:
+        """Jitted matmuls on the first local device for at least LOCAL_WORK_SECONDS: the rate (GFLOP/s) over
+        the whole time, so that a process that is stopped part of the time shows it."""
+        import jax
+        import numpy as np
+
+        side, chain = LOCAL_WORK_SIZE, 16
+
+        def work(a: Any) -> Any:
+            return jax.lax.fori_loop(0, chain, lambda _, b: (b @ b) * (1.0 / side), a)
+
+        x = jax.device_put(np.full((side, side), 1.0 / side, np.float32), jax.local_devices()[0])
+        step = jax.jit(work)
+        step(x).block_until_ready()
+        runs, began = 0, time.perf_counter()
+        while runs < 3 or time.perf_counter() - began < LOCAL_WORK_SECONDS:
+            x = step(x)
+            x.block_until_ready()
+            runs += 1
+        seconds = time.perf_counter() - began
+        return {"ok": True, "seconds": seconds, "gflops": runs * chain * 2 * side**3 / seconds / 1e9}
+
+    def collective(self, op: str, size: int) -> dict[str, Any]:
+        import jax
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        try:
+            from jax import shard_map  # type: ignore[attr-defined]
+        except ImportError:  # jax before shard_map moved out of experimental
+            from jax.experimental.shard_map import shard_map
+
+        devices = jax.devices()
+        n = len(devices)
+        mesh = Mesh(np.array(devices), ("d",))
+        per_device = max(1, size // 4 // (n if op == "all-gather" else 1))  # all-gather: size is the output
+        rank_of = {d: i for i, d in enumerate(devices)}
+        local = [jax.device_put(np.full((per_device,), rank_of[d] + 1, np.float32), d) for d in jax.local_devices()]
+        x = jax.make_array_from_single_device_arrays((per_device * n,), NamedSharding(mesh, P("d")), local)
+        if op == "all-reduce":
+            body = shard_map(lambda a: jax.lax.psum(a, "d"), mesh=mesh, in_specs=P("d"), out_specs=P("d"))
+        else:
+            # Each device ends with the whole gathered buffer; out_specs P("d") keeps every copy (no claim of
+            # replication for shard_map to verify).
+            body = shard_map(
+                lambda a: jax.lax.all_gather(a, "d", tiled=True), mesh=mesh, in_specs=P("d"), out_specs=P("d")
+            )
+        run = jax.jit(body)
+        run(x).block_until_ready()  # compile and warm up
+        iterations = 10 if size <= 1024 * 1024 else 3
+        times = []
+        for _ in range(iterations):
+            began = time.perf_counter()
+            y = run(x)
+            y.block_until_ready()
+            times.append(time.perf_counter() - began)
+        shard = np.asarray(y.addressable_shards[0].data)
+        if op == "all-reduce":
+            right = bool(np.all(shard == n * (n + 1) / 2))
+        else:
+            expected = np.repeat(np.arange(1, n + 1, dtype=np.float32), per_device)
+            right = bool(np.array_equal(shard, expected))
+        outcome: dict[str, Any] = {"ok": right, "seconds": statistics.median(times), "ranks": n}
+        if not right:
+            outcome.update(wrong=True, error=f"{op} of {size} bytes gave {shard[:4].tolist()}...")
+        return outcome
+
+
+def run(client: Any, service: Any, found: dict[str, Any], plan: dict[str, Any], emit: Emit, receive: Receive) -> None:
+    """The deep steps in this courier; jax's distributed state is pointed at the courier's own client."""
+    import jax
+    from jax._src import distributed
+
+    state = distributed.global_state
+    state.client, state.service = client, service
+    state.process_id, state.num_processes = found["process_id"], found["num_processes"]
+    state.coordinator_address = found["coordinator"]
+    if plan["platform"] == "cpu":
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    _Deep(client, found["process_id"], found["num_processes"], plan, emit, receive).run()

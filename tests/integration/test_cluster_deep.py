@@ -1,0 +1,84 @@
+"""`cluster --deep --platform cpu` with the real engine: jax.distributed on this machine's address, jax's CPU
+backend running the collectives across processes over gloo (jax 0.10.2, this checkout). Faults are real: a
+process's courier stopped with SIGSTOP (a hang), killed with SIGKILL, or slowed by a SIGSTOP/SIGCONT duty cycle.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
+from tests.support.environment import REPO
+from tests.support.snippets import clean_env
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_healthy_job_measures_every_collective(tmp_path: Path, standin_library: Path, count: int) -> None:
+    job = DeepJob(tmp_path, standin_library, count)
+    results = job.run()
+    report = report_of(results)
+    # Four processes on this machine's two cores, beside the suite's other worker: the scheduler may starve
+    # one during its local work, which is then named as slow (a warning, exit 1 everywhere). Nothing else.
+    others = [f for f in report["findings"] if f["id"] != "cluster-process-slow"]
+    assert others == [], others
+    expected = 1 if report["findings"] else 0
+    assert [r[0] for r in results] == [expected] * count, ["".join(s[-20:]) for s in job.stderr]
+    collectives = report["collectives"]
+    assert [(c["op"], c["bytes"]) for c in collectives] == [
+        (op, size) for size in (8, 4096, 1024 * 1024) for op in ("all-reduce", "all-gather")
+    ]
+    for entry in collectives:
+        assert entry["ranks"] == count and entry["group"] == "job" and entry["seconds"] > 0
+        assert entry["algbw_gbps"] == pytest.approx(entry["bytes"] / entry["seconds"] / 1e9, rel=1e-3)
+        factor = 2 * (count - 1) / count if entry["op"] == "all-reduce" else (count - 1) / count
+        assert entry["busbw_gbps"] == pytest.approx(entry["algbw_gbps"] * factor, rel=1e-3, abs=1e-6)
+    assert sorted(report["local_work_gflops"]) == [str(p) for p in range(count)]
+
+
+def test_a_process_stopped_mid_run_is_named_by_the_deadline(tmp_path: Path, standin_library: Path) -> None:
+    job = DeepJob(tmp_path, standin_library, 3)
+    # One size: the stopped process's own parent waits out every step's deadline (it cannot tell a stopped
+    # courier from a slow one), which is the test's length.
+    results = job.run(fault=(1, "all-gather/8", "stop"), sizes="8")
+    assert job.faulted_at is not None
+    code, _, seconds = results[0]
+    assert code == 1
+    hung = by_id(report_of(results))["cluster-collective-hung"]
+    assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"]
+    # Process 0 ends within the step's deadline (twice: it may have been in the step after) and the grace.
+    assert job.started + seconds - job.faulted_at <= 2 * STEP_TIMEOUT + 10
+    assert all("Traceback" not in "".join(s) for s in job.stderr)
+
+
+def test_a_process_killed_mid_step_is_named(tmp_path: Path, standin_library: Path) -> None:
+    job = DeepJob(tmp_path, standin_library, 2)
+    results = job.run(fault=(1, "all-gather/4096", "kill"))
+    assert results[0][0] == 1 and results[1][0] == 1
+    hung = by_id(report_of(results))["cluster-collective-hung"]
+    assert hung["processes"] == [1]
+
+
+def test_a_slowed_process_is_named_as_slow(tmp_path: Path, standin_library: Path) -> None:
+    job = DeepJob(tmp_path, standin_library, 2)
+    results = job.run(fault=(1, "first-jit", "slow"))  # from the step before: the local work is short
+    report = report_of(results)
+    found = by_id(report)
+    assert "cluster-process-slow" in found, report["local_work_gflops"]
+    assert found["cluster-process-slow"]["processes"] == [1], report["local_work_gflops"]
+    assert results[0][0] == 1
+
+
+def test_bad_sizes_are_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jax_rocm7_plugin", "cluster", "--deep", "--sizes", "8,lots"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(PYTHONPATH=str(REPO)),
+        timeout=60,
+    )
+    assert done.returncode == 2 and "'lots' is not a size" in done.stderr

@@ -1,0 +1,119 @@
+"""A job of `cluster --deep --platform cpu` processes, with a real fault done to one process's courier (test
+fixture, never shipped): SIGSTOP (a hang), SIGKILL, or a SIGSTOP/SIGCONT duty cycle (a slow process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.cluster import free_port, gpus_with_ids, host_sysroot, routable_address
+from tests.support.environment import REPO
+from tests.support.snippets import clean_env
+
+SIZES = "8,4K,1M"
+STEP_TIMEOUT = 5.0
+LIMIT = 150.0
+
+
+class DeepJob:
+    """N processes of `cluster --deep --platform cpu --json --verbose`; a fault may be done to one courier."""
+
+    def __init__(
+        self, tmp: Path, library: Path, count: int, python: Path = Path(sys.executable), pythonpath: str | None = None
+    ) -> None:
+        self.tmp, self.library, self.count, self.python = tmp, library, count, python
+        self.pythonpath = str(REPO) if pythonpath is None and python == Path(sys.executable) else pythonpath
+        self.stderr: list[list[str]] = [[] for _ in range(count)]
+        self.faulted_at: float | None = None
+
+    def run(self, fault: tuple[int, str, str] | None = None, sizes: str = SIZES) -> list[tuple[int | None, str, float]]:
+        """(exit status, stdout, seconds) per process. `fault`: (process, step name prefix, stop|kill|slow)."""
+        port = free_port()
+        address = f"{routable_address()}:{port}"
+        self.started = time.monotonic()
+        processes = []
+        for pid in range(self.count):
+            root = host_sysroot(self.tmp / f"p{pid}", f"node-{pid // 2}", gpus_with_ids(2))
+            env = clean_env(JAX_ROCM_SYSROOT=str(root), JAX_ROCM_PJRT_LIBRARY=str(self.library), PYTHONPATH=str(REPO))
+            argv = [sys.executable, "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
+            argv += ["--num-processes", str(self.count), "--process-id", str(pid), "--local-device-ids", str(pid % 2)]
+            argv += ["--deep", "--platform", "cpu", "--sizes", sizes, "--step-timeout", str(STEP_TIMEOUT)]
+            argv += ["--json", "--verbose", "--timeout", "60"]
+            processes.append(
+                subprocess.Popen(argv, env=env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            )
+        done = threading.Event()
+        readers = [
+            threading.Thread(target=self._read, args=(pid, process, fault, done), daemon=True)
+            for pid, process in enumerate(processes)
+        ]
+        for reader in readers:
+            reader.start()
+        started = time.monotonic()
+        results = []
+        try:
+            for process in processes:
+                try:
+                    out = process.stdout.read() if process.stdout else ""  # type: ignore[union-attr]
+                    process.wait(timeout=max(1, LIMIT - (time.monotonic() - started)))
+                    results.append((process.returncode, out, time.monotonic() - started))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    results.append((None, "", time.monotonic() - started))
+        finally:
+            done.set()
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+        return results
+
+    def _read(
+        self, pid: int, process: subprocess.Popen[str], fault: tuple[int, str, str] | None, done: threading.Event
+    ) -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            self.stderr[pid].append(line)
+            if fault is not None and fault[0] == pid and self.faulted_at is None and f"deep step {fault[1]}" in line:
+                courier = _children(process.pid)
+                assert courier, "no courier child"
+                self.faulted_at = time.monotonic()
+                if fault[2] == "stop":
+                    os.kill(courier[0], signal.SIGSTOP)
+                elif fault[2] == "kill":
+                    os.kill(courier[0], signal.SIGKILL)
+                else:
+                    threading.Thread(target=_duty_cycle, args=(courier[0], done), daemon=True).start()
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(c) for c in text.split()]
+
+
+def _duty_cycle(pid: int, done: threading.Event) -> None:
+    """Stopped 75% of the time, in 200 ms periods: a process running at a quarter of its speed."""
+    while not done.is_set():
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.15)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.05)
+        except ProcessLookupError:
+            return
+
+
+def report_of(results: list[tuple[int | None, str, float]]) -> dict[str, Any]:
+    code, out, _ = results[0]
+    assert out.strip(), f"process 0 printed nothing (exit {code})"
+    return dict(json.loads(out))
+
+
+def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["id"]: f for f in report["findings"]}

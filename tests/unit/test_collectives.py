@@ -1,0 +1,97 @@
+"""The figures of `cluster --deep` (_cluster/collectives.py): sizes, nccl-tests' bandwidths, and the findings
+read from process 0's gathering of the steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jax_rocm7_plugin._cluster.collectives import (
+    DEFAULT_SIZES,
+    bus_factor,
+    figure,
+    parse_sizes,
+    read_steps,
+    size_text,
+    slow_processes,
+    table_lines,
+)
+
+HOSTS = {0: "gpu-0", 1: "gpu-0", 2: "gpu-1", 3: "gpu-1"}
+
+
+def test_sizes() -> None:
+    assert parse_sizes("1M, 8,64K,8") == (8, 64 * 1024, 1024 * 1024)
+    assert parse_sizes("256MiB,4kb,16B") == (16, 4096, 256 * 1024 * 1024)
+    for bad in ("", "8,,16", "lots", "2", "8G"):
+        with pytest.raises(ValueError):
+            parse_sizes(bad)
+    assert DEFAULT_SIZES[0] == 8 and DEFAULT_SIZES[-1] == 256 * 1024 * 1024 and DEFAULT_SIZES[-2] == 128 * 1024**2
+    assert [size_text(s) for s in (8, 2048, 3 * 1024 * 1024, 1000)] == ["8 B", "2 KiB", "3 MiB", "1000 B"]
+
+
+def test_bandwidths_as_nccl_tests_defines_them() -> None:
+    one = figure("all-reduce", 1_000_000_000, 0.5, 8)
+    assert one.algbw_gbps == 2.0 and one.busbw_gbps == pytest.approx(2.0 * 2 * 7 / 8)
+    gather = figure("all-gather", 1_000_000_000, 1.0, 4)
+    assert gather.busbw_gbps == pytest.approx(1.0 * 3 / 4)
+    assert bus_factor("all-reduce", 1) == 0.0
+    with pytest.raises(ValueError):
+        bus_factor("broadcast", 4)
+
+
+def test_slow_processes_against_the_median() -> None:
+    assert slow_processes({0: 100.0, 1: 98.0, 2: 40.0, 3: 101.0}) == (2,)
+    assert slow_processes({0: 100.0, 1: 60.0}) == ()
+    assert slow_processes({0: 100.0}) == ()
+
+
+def _step(name: str, outcomes: dict[int, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"name": name, **extra, "outcomes": {str(p): o for p, o in outcomes.items()}}
+
+
+def _ok(seconds: float = 0.01, **extra: Any) -> dict[str, Any]:
+    return {"ok": True, "seconds": seconds, **extra}
+
+
+def test_a_healthy_gathering_gives_one_figure_per_collective_from_the_slowest_process() -> None:
+    steps = [
+        _step("backend", {p: _ok() for p in range(4)}),
+        _step("local-work", {p: _ok(gflops=100.0 + p) for p in range(4)}),
+        _step("all-reduce/1024", {p: _ok(0.001 * (p + 1), ranks=4) for p in range(4)}, op="all-reduce", bytes=1024),
+    ]
+    result = read_steps(steps, 4, HOSTS, 10.0)
+    assert result.findings == ()
+    (only,) = result.figures
+    assert (only.op, only.bytes, only.seconds, only.ranks) == ("all-reduce", 1024, 0.004, 4)
+    assert len(table_lines(result.figures)) == 2 and result.rates[3] == 103.0
+
+
+def test_a_silent_process_is_named_as_the_hang_and_later_steps_are_not_read() -> None:
+    stuck = {"ok": False, "timeout": True, "error": "not done within 10 s"}
+    steps = [
+        _step("all-reduce/8", {0: stuck, 1: stuck, 3: stuck}, op="all-reduce", bytes=8),
+        _step("all-gather/8", {p: _ok(ranks=4) for p in range(4)}, op="all-gather", bytes=8),
+    ]
+    result = read_steps(steps, 4, HOSTS, 10.0)
+    (hung,) = result.findings
+    assert hung.id == "cluster-collective-hung" and hung.processes == (2,) and hung.hosts == ("gpu-1",)
+    assert "never reported" in hung.summary and "waited it out" in hung.summary and result.figures == ()
+
+
+def test_wrong_results_failures_and_slow_processes_are_named() -> None:
+    steps = [
+        _step("first-jit", {0: _ok(), 1: {"ok": False, "error": "RuntimeError: boom"}, 2: _ok(), 3: _ok()}),
+        _step("local-work", {0: _ok(gflops=100.0), 1: _ok(gflops=100.0), 2: _ok(gflops=20.0), 3: _ok(gflops=99.0)}),
+        _step(
+            "all-reduce/8",
+            {0: _ok(ranks=4), 1: _ok(ranks=4), 2: _ok(ranks=4), 3: {"ok": False, "wrong": True, "error": "gave 7"}},
+            op="all-reduce",
+            bytes=8,
+        ),
+    ]
+    found = {f.id: f for f in read_steps(steps, 4, HOSTS, 10.0).findings}
+    assert found["cluster-deep-failed"].processes == (1,) and "boom" in found["cluster-deep-failed"].summary
+    assert found["cluster-process-slow"].processes == (2,) and found["cluster-process-slow"].severity == "warning"
+    assert found["cluster-collective-wrong"].processes == (3,)
