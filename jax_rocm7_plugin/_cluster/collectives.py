@@ -199,11 +199,49 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
                         tuple(f"process {p}: {rates[p]:.1f} GFLOP/s" for p in slow[:16]),
                     )
                 )
+        elif "groups" in step and not wrong and not failed:
+            for group, members in step["groups"].items():
+                times = {p: float(outcomes[p]["seconds"]) for p in members if p in outcomes}
+                if len(times) == len(members):
+                    ranks = int(outcomes[members[0]].get("ranks", len(members)))
+                    figures.append(figure(str(step["op"]), int(step["bytes"]), job_seconds(times), ranks, group))
         elif "op" in step and not wrong and not failed and len(outcomes) == count:
             seconds = job_seconds({p: float(o["seconds"]) for p, o in outcomes.items()})
             ranks = int(next(iter(outcomes.values())).get("ranks", count))
             figures.append(figure(str(step["op"]), int(step["bytes"]), seconds, ranks))
+    group_of = {g: m for step in steps for g, m in step.get("groups", {}).items()}
+    findings.extend(_slow_links(figures, group_of, concerns))
     return DeepResult(tuple(figures), tuple(findings), rates)
+
+
+def _slow_links(figures: list[Figure], group_of: Mapping[str, list[int]], concerns: Any) -> list[ClusterFinding]:
+    """Hosts (their own devices) and pairs of hosts whose bus bandwidth is below SLOW_FRACTION of the median of
+    their kind: where a job's collectives lose their time, by place."""
+    found = []
+    for kind, words in (("host:", "within"), ("pair:", "between")):
+        mine = {f.group: f.busbw_gbps for f in figures if f.group.startswith(kind)}
+        slow = sorted(slow_processes(dict(enumerate(mine.values()))))
+        names = list(mine)
+        if not slow:
+            continue
+        median = statistics.median(mine.values())
+        groups = [names[i] for i in slow]
+        processes, hosts = concerns([p for g in groups for p in group_of.get(g, [])])
+        places = ", ".join(g.removeprefix(kind) for g in groups)
+        found.append(
+            catalog.mismatch(
+                "cluster-link-slow",
+                "warning",
+                f"collectives {words} {places} reach less than {SLOW_FRACTION:.0%} of the median bus bandwidth of "
+                f"the job's {'hosts' if kind == 'host:' else 'host pairs'} ({median:.3g} GB/s)",
+                "check the links named: a fallback from RDMA to sockets (NCCL_DEBUG=INFO says which transport "
+                "RCCL chose), a port at a lower speed (ibstat, ethtool), or xGMI/PCIe errors (amd-smi, dmesg)",
+                processes,
+                hosts,
+                tuple(f"{g}: {mine[g]:.3g} GB/s" for g in groups[:16]),
+            )
+        )
+    return found
 
 
 def table_lines(figures: tuple[Figure, ...]) -> list[str]:

@@ -4,7 +4,9 @@ here (a child the parent can kill, never the reporting process) and runs the job
 Steps, in order, the same in every process: the backend (jax.distributed's, on the coordination client the
 courier already holds; on 'cpu' the collectives go over gloo), a first jit on each local device, a fixed
 piece of local work (a jitted matmul: its rate names a slow process), then all-reduce and all-gather over
-every device of the job at each size, each result checked against the value it must have.
+every device of the job at each size, each result checked against the value it must have; then every
+process's host (through the service), an all-reduce within each host and between neighbouring hosts of the
+ring in disjoint pairs (`group_steps`), which locate a slow host or link.
 
 Each process publishes each step's outcome at `jax_rocm7/cluster/deep/<step>/<process>` (outside the
 collective path); process 0's courier gathers them and hands them to its parent, which writes the report.
@@ -33,11 +35,40 @@ Emit = Callable[..., None]
 Receive = Callable[[], dict[str, Any]]
 
 
+GROUP_STEPS_MAX = 4  # within each host, then the ring of hosts in at most 3 rounds of disjoint pairs
+GROUP_SIZE_MAX = 64 * 1024 * 1024  # the group steps' message: the largest size up to this
+
+
 def plan_steps(sizes: list[int]) -> list[dict[str, Any]]:
+    """The steps every process runs, in order; the `hosts` step adds the group steps (`group_steps`)."""
     steps: list[dict[str, Any]] = [{"name": "backend"}, {"name": "first-jit"}, {"name": "local-work"}]
     for size in sizes:
         for op in ("all-reduce", "all-gather"):
             steps.append({"name": f"{op}/{size}", "op": op, "bytes": size})
+    steps.append({"name": "hosts"})
+    return steps
+
+
+def group_steps(host_of: dict[int, str], sizes: list[int]) -> list[dict[str, Any]]:
+    """All-reduce within each host, then between neighbouring hosts of the ring (sorted by name): H pairs run
+    in 2 rounds of disjoint pairs where H is even, 3 where it is odd (1 for 2 hosts), whatever H: a slow host
+    shows in its host step, a slow link in the pairs that cross it. Groups of one device are left out."""
+    fitting = [s for s in sizes if s <= GROUP_SIZE_MAX]
+    size = max(fitting) if fitting else min(sizes)
+    members: dict[str, list[int]] = {}
+    for process, host in sorted(host_of.items()):
+        members.setdefault(host, []).append(process)
+    hosts = sorted(members)
+    steps: list[dict[str, Any]] = []
+    within = {f"host:{h}": members[h] for h in hosts if len(members[h]) > 1}
+    if within:
+        steps.append({"name": f"hosts/{size}", "op": "all-reduce", "bytes": size, "groups": within})
+    if len(hosts) > 2:
+        pairs = [(hosts[i], hosts[(i + 1) % len(hosts)]) for i in range(len(hosts))]
+        rounds = [pairs[0::2], pairs[1::2]] if len(hosts) % 2 == 0 else [pairs[0:-1:2], pairs[1::2], pairs[-1:]]
+        for number, chosen in enumerate(rounds, 1):
+            groups = {f"pair:{a},{b}": members[a] + members[b] for a, b in chosen}
+            steps.append({"name": f"pairs-{number}/{size}", "op": "all-reduce", "bytes": size, "groups": groups})
     return steps
 
 
@@ -143,8 +174,10 @@ class _Deep:
                 outcome = {"ok": False, "error": f"{type(error).__name__}: {first_line[:300]}"}
             watchdog.cancel()
             with self.lock:
-                if self.finished:  # the watchdog fired as the step ended: it has reported
-                    return
+                fired = self.finished
+            if fired:  # the watchdog fired as the step ended: it reports, then ends this process
+                watchdog.join()
+                return
             self.publish(index, outcome)
             if not outcome["ok"] and step["name"] in ("backend", "first-jit"):
                 self.abort()  # nothing later can run without a working backend
@@ -166,7 +199,27 @@ class _Deep:
             return self.first_jit()
         if name == "local-work":
             return self.local_work()
+        if name == "hosts":
+            return self.hosts()
+        if "groups" in step:
+            mine = [(g, m) for g, m in step["groups"].items() if self.process_id in m]
+            if not mine:
+                return {"ok": True, "skipped": True}
+            group, members = mine[0]
+            return {**self.collective(step["op"], int(step["bytes"]), set(members)), "group": group}
         return self.collective(step["op"], int(step["bytes"]))
+
+    def hosts(self) -> dict[str, Any]:
+        """Every process's host, through the service; then the group steps, the same in every process."""
+        started = time.perf_counter()
+        self.client.key_value_set(f"{PREFIX}/host/{self.process_id}", str(self.plan.get("host") or ""))
+        host_of = {}
+        for process in range(self.count):
+            host_of[process] = self.client.blocking_key_value_get(  # within the step's deadline
+                f"{PREFIX}/host/{process}", int(self.step_timeout * 800)
+            )
+        self.steps.extend(group_steps(host_of, list(self.plan["sizes"])))
+        return {"ok": True, "seconds": time.perf_counter() - started}
 
     def first_jit(self) -> dict[str, Any]:
         import jax
@@ -202,7 +255,8 @@ class _Deep:
         seconds = time.perf_counter() - began
         return {"ok": True, "seconds": seconds, "gflops": runs * chain * 2 * side**3 / seconds / 1e9}
 
-    def collective(self, op: str, size: int) -> dict[str, Any]:
+    def collective(self, op: str, size: int, members: set[int] | None = None) -> dict[str, Any]:
+        """`op` over every device of the job, or of the processes in `members`."""
         import jax
         import numpy as np
         from jax.sharding import Mesh, NamedSharding
@@ -213,7 +267,7 @@ class _Deep:
         except ImportError:  # jax before shard_map moved out of experimental
             from jax.experimental.shard_map import shard_map
 
-        devices = jax.devices()
+        devices = [d for d in jax.devices() if members is None or d.process_index in members]
         n = len(devices)
         mesh = Mesh(np.array(devices), ("d",))
         per_device = max(1, size // 4 // (n if op == "all-gather" else 1))  # all-gather: size is the output

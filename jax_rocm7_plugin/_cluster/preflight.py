@@ -183,13 +183,18 @@ class _Run:
         if not self.options.deep:
             return None
         sizes = self.options.sizes or DEFAULT_SIZES
-        return {"platform": self.options.platform, "sizes": list(sizes), "step_timeout": self.options.step_timeout}
+        return {
+            "platform": self.options.platform,
+            "sizes": list(sizes),
+            "step_timeout": self.options.step_timeout,
+            "host": self.host,
+        }
 
     def _deep_deadline(self) -> float:
-        from jax_rocm7_plugin._cluster.deep import GATHER_GRACE_SECONDS, plan_steps
+        from jax_rocm7_plugin._cluster.deep import GATHER_GRACE_SECONDS, GROUP_STEPS_MAX, plan_steps
 
         plan = self._deep_plan() or {"sizes": []}
-        steps = len(plan_steps(list(plan["sizes"])))
+        steps = len(plan_steps(list(plan["sizes"]))) + GROUP_STEPS_MAX
         return time.time() + steps * self.options.step_timeout + GATHER_GRACE_SECONDS + KILL_GRACE_SECONDS
 
     def _deep_progress(self, link: CourierLink, last: str) -> dict[str, Any]:

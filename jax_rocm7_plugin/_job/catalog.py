@@ -38,6 +38,7 @@ ClusterFindingId = Literal[
     "cluster-collective-hung",
     "cluster-collective-wrong",
     "cluster-process-slow",
+    "cluster-link-slow",
     "cluster-deep-failed",
     "cluster-internal-error",
 ]

@@ -95,3 +95,32 @@ def test_wrong_results_failures_and_slow_processes_are_named() -> None:
     assert found["cluster-deep-failed"].processes == (1,) and "boom" in found["cluster-deep-failed"].summary
     assert found["cluster-process-slow"].processes == (2,) and found["cluster-process-slow"].severity == "warning"
     assert found["cluster-collective-wrong"].processes == (3,)
+
+
+def test_group_steps_cover_every_host_and_every_ring_pair_in_few_rounds() -> None:
+    from jax_rocm7_plugin._cluster.deep import group_steps
+
+    for hosts in (2, 3, 4, 5, 8):
+        host_of = {p: f"h{p // 2}" for p in range(2 * hosts)}
+        steps = group_steps(host_of, [8, 1024, 128 * 1024 * 1024])
+        assert steps[0]["name"] == "hosts/1024" and len(steps[0]["groups"]) == hosts
+        rounds = steps[1:]
+        assert len(rounds) == (0 if hosts == 2 else 2 if hosts % 2 == 0 else 3)
+        pairs = [g for step in rounds for g in step["groups"]]
+        if hosts > 2:
+            assert sorted(pairs) == sorted({f"pair:h{i},h{(i + 1) % hosts}" for i in range(hosts)})
+        for step in rounds:  # a process is in at most one group per round
+            members = [p for m in step["groups"].values() for p in m]
+            assert len(members) == len(set(members))
+    assert group_steps({0: "a", 1: "b"}, [8]) == []  # one device per host, two hosts: the job step says it all
+
+
+def test_a_slow_host_and_its_links_are_named() -> None:
+    groups = {"host:a": [0, 1], "host:b": [2, 3], "host:c": [4, 5]}
+    outcomes = {p: _ok(0.002, ranks=2) for p in range(6)}
+    outcomes[2] = outcomes[3] = _ok(0.02, ranks=2)
+    steps = [_step("hosts/1024", outcomes, op="all-reduce", bytes=1024, groups=groups)]
+    result = read_steps(steps, 6, {p: "abc"[p // 2] for p in range(6)}, 10.0)
+    assert [f.group for f in result.figures] == ["host:a", "host:b", "host:c"]
+    (slow,) = result.findings
+    assert slow.id == "cluster-link-slow" and slow.processes == (2, 3) and slow.hosts == ("b",)
