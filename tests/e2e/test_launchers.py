@@ -204,9 +204,13 @@ def test_a_task_killed_after_joining_is_named(
         # jaxlib aborts process 0's client mid-gathering; the report still comes out, says so, and the step fails.
         assert "SIGABRT" in found["cluster-join-failed"]["summary"], found
         return
-    assert report["missing"] == [1] and report["reported"] == [0, 2, 3], report["findings"]
+    # The killed task is missing. Under load a peer may be missing with it: seen once in a fresh-clone run
+    # (jax 0.10.2), where the coordination service's error for the dead task ended task 2's client before it
+    # published its record. The report names what happened either way.
+    assert 1 in report["missing"] and 0 in report["reported"], report["findings"]
+    assert sorted(report["missing"] + report["reported"]) == [0, 1, 2, 3]
     incomplete = found["cluster-incomplete"]
-    assert incomplete["processes"] == [1] and "died or hung after joining" in incomplete["summary"]
+    assert incomplete["processes"] == report["missing"] and "died or hung after joining" in incomplete["summary"]
 
 
 @GROUP
