@@ -280,9 +280,12 @@ def test_the_deep_preflight_under_the_launcher(
     outcome = job.run(job.machines(build), TIMEOUT + 200, *deep)
     assert outcome.returncode == 0, (outcome.stdout[-2000:], outcome.stderr[-2000:])
     report = report_in(outcome)
-    assert report["findings"] == [] and [(c["op"], c["bytes"], c["ranks"]) for c in report["collectives"]] == [
-        ("all-reduce", 8, 4),
-        ("all-gather", 8, 4),
-        ("all-reduce", 1024 * 1024, 4),
-        ("all-gather", 1024 * 1024, 4),
+    # The four tasks share one host: the job's collectives, then the one within the host (no pairs).
+    assert report["findings"] == [] and [(c["op"], c["bytes"], c["group"]) for c in report["collectives"]] == [
+        ("all-reduce", 8, "job"),
+        ("all-gather", 8, "job"),
+        ("all-reduce", 1024 * 1024, "job"),
+        ("all-gather", 1024 * 1024, "job"),
+        ("all-reduce", 1024 * 1024, "host:node-0"),
     ]
+    assert {c["ranks"] for c in report["collectives"]} == {4}

@@ -115,3 +115,21 @@ def test_small_pallas_kernel_matches_the_cpu() -> None:
         "out = jax.jit(call)(jax.device_put(x, gpu), jax.device_put(y, gpu))\n"
         "np.testing.assert_allclose(np.asarray(out), x * 2.0 + y, rtol=1e-6)\n"
     )
+
+
+def test_the_deep_preflight_on_the_gpus_of_this_host(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`cluster --deep` on 'rocm' as one process of one host: RCCL collectives over this host's GPUs, results
+    right, a bus bandwidth for every size (the figures the README's table describes)."""
+    import json
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", f"127.0.0.1:{port}"]
+    argv += ["--num-processes", "1", "--process-id", "0", "--deep", "--sizes", "8,1M,64M", "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["findings"] == [], (report["findings"], done.stderr[-2000:])
+    assert [c["bytes"] for c in report["collectives"] if c["group"] == "job"] == [8, 8, 2**20, 2**20, 2**26, 2**26]
+    assert all(c["busbw_gbps"] >= 0 for c in report["collectives"])
