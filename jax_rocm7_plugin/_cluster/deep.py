@@ -122,7 +122,7 @@ class _Deep:
                     self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
             self.emit("deep-done", code=code)
             return
-        listening = self.gather(steps)
+        listening = self.gather(steps, stuck=stuck)
         if stuck:
             return  # the others are stuck or gone too: each says problems
         code = int(self.receive().get("deep-verdict", 1))
@@ -135,10 +135,12 @@ class _Deep:
                     self.client.blocking_key_value_get(f"{PREFIX}/ack/{process}", left)
         self.emit("deep-finished")
 
-    def gather(self, steps: int) -> set[int]:
+    def gather(self, steps: int, *, stuck: bool = False) -> set[int]:
         """Every process's outcome of the first `steps` steps, to the parent; the processes that will wait for
         the job's code."""
-        until = time.time() + GATHER_GRACE_SECONDS
+        # Stuck: the others' watchdogs fire a step timeout after each started the step, and one may have started
+        # it later than this process (compiling under load): wait that long too before calling anyone silent.
+        until = time.time() + GATHER_GRACE_SECONDS + (self.step_timeout if stuck else 0.0)
         gathered = []
         for index, step in enumerate(self.steps[:steps]):
             outcomes: dict[str, Any] = {}
