@@ -323,7 +323,7 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
     if BACKEND in xla_bridge._backend_factories:
         return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
 
-    in_a_job = facts is not None and _job_size() > 1
+    in_a_job = facts is not None and _distributed_job() is not None
 
     def unavailable() -> Any:
         if in_a_job:
@@ -344,7 +344,7 @@ def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
     """
     from jax._src import xla_bridge
 
-    if _job_size() <= 1:
+    if _distributed_job() is None:
         return  # a single process: jax's factory as registered, nothing new
     registration = getattr(xla_bridge, "_backend_factories", {}).get(BACKEND)
     create = getattr(registration, "factory", None)
@@ -375,16 +375,10 @@ def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) ->
     """In a process of a multi-process job, at backend start (jax.distributed is initialized by then): the
     job's processes compare their records and all act on one verdict (_job/check.py). Returns the sentence to
     raise where the verdict refuses the backend; None to go on. Never raises; single processes do nothing."""
-    try:
-        from jax._src import distributed
-
-        state = distributed.global_state
-        client, count = state.client, int(state.num_processes or 0)
-        process_id = int(state.process_id)
-    except Exception:  # noqa: BLE001 - jax keeps its distributed state otherwise: no check
+    state = _distributed_job()
+    if state is None:
         return None
-    if client is None or count <= 1:
-        return None
+    client, count, process_id = state.client, int(state.num_processes), int(state.process_id)
     from jax_rocm7_plugin._job import check
 
     settings = check.read_settings(os.environ)
@@ -419,15 +413,19 @@ def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) ->
     return None
 
 
-def _job_size() -> int:
-    """How many processes jax.distributed says this job has (0 where it is not initialized)."""
+def _distributed_job() -> Any | None:
+    """jax.distributed's state where this process is one of a job of several processes; None where it is not
+    (or where jax keeps that state in another form: then there is no job check)."""
     try:
         from jax._src import distributed
 
         state = distributed.global_state
-        return int(state.num_processes or 0) if state.client is not None else 0
-    except Exception:  # noqa: BLE001 - jax keeps its distributed state otherwise: no job check
-        return 0
+        if state.client is None or int(state.num_processes or 0) <= 1:
+            return None
+        int(state.process_id)
+    except Exception:  # noqa: BLE001 - jax's internals moved
+        return None
+    return state
 
 
 def _join_fact(state: Any, process_id: int, count: int) -> Any:
