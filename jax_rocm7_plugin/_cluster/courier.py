@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from jax_rocm7_plugin._job.store import read_published
+
 PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
 # What each launcher's module in jax reads: named when their values do not parse.
@@ -147,23 +149,8 @@ def join(found: dict[str, Any], deadline: float, join_seconds: int) -> tuple[Any
 
 def gather(client: Any, count: int, deadline: float) -> tuple[dict[int, str], list[int]]:
     """Process 0: every record that arrives before the deadline, and the process ids whose never did."""
-    records: dict[int, str] = {}
-    missing: list[int] = []
-    for process in range(count):
-        key = f"{PREFIX}/record/{process}"
-        value = None
-        try:
-            if deadline > time.time():
-                value = client.blocking_key_value_get(key, remaining_ms(deadline))
-            else:
-                value = client.key_value_try_get(key)
-        except Exception:  # noqa: BLE001 - not there in time (jaxlib raises for both timeout and absence)
-            value = None
-        if value is None:
-            missing.append(process)
-        else:
-            records[process] = value
-    return records, missing
+    records = read_published(client, f"{PREFIX}/record", range(count), deadline, time.time)
+    return records, [p for p in range(count) if p not in records]
 
 
 def main() -> None:

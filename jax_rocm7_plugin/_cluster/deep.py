@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from jax_rocm7_plugin._job.store import read_published
+
 PREFIX = "jax_rocm7/cluster/deep"
 GATHER_GRACE_SECONDS = 5.0
 LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
@@ -143,15 +145,9 @@ class _Deep:
         until = time.time() + GATHER_GRACE_SECONDS + (self.step_timeout if stuck else 0.0)
         gathered = []
         for index, step in enumerate(self.steps[:steps]):
-            outcomes: dict[str, Any] = {}
-            for process in range(self.count):
-                key = f"{PREFIX}/{index}/{process}"
-                try:
-                    left = max(1, int((until - time.time()) * 1000))
-                    outcomes[str(process)] = json.loads(self.client.blocking_key_value_get(key, left))
-                except Exception:  # noqa: BLE001 - never reported: stopped, killed or hung before the step
-                    continue
-            gathered.append({**step, "outcomes": outcomes})
+            # A process missing here never reported the step: stopped, killed or hung before it.
+            texts = read_published(self.client, f"{PREFIX}/{index}", range(self.count), until, time.time)
+            gathered.append({**step, "outcomes": {str(p): json.loads(t) for p, t in sorted(texts.items())}})
         self.emit("deep", steps=gathered, devices=self.devices)
         last = gathered[-1]["outcomes"] if gathered else {}
         # Who waits for the job's code: the processes that finished the last step here (a stuck one's
@@ -215,11 +211,11 @@ class _Deep:
         """Every process's host, through the service; then the group steps, the same in every process."""
         started = time.perf_counter()
         self.client.key_value_set(f"{PREFIX}/host/{self.process_id}", str(self.plan.get("host") or ""))
-        host_of = {}
-        for process in range(self.count):
-            host_of[process] = self.client.blocking_key_value_get(  # within the step's deadline
-                f"{PREFIX}/host/{process}", int(self.step_timeout * 800)
-            )
+        until = time.time() + self.step_timeout * 0.8  # within the step's deadline
+        host_of = read_published(self.client, f"{PREFIX}/host", range(self.count), until, time.time)
+        missing = [p for p in range(self.count) if p not in host_of]
+        if missing:
+            raise TimeoutError(f"no host came from process {', '.join(map(str, missing))} in time")
         self.steps.extend(group_steps(host_of, list(self.plan["sizes"])))
         return {"ok": True, "seconds": time.perf_counter() - started}
 

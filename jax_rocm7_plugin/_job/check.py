@@ -21,13 +21,14 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Literal, Protocol
+from typing import Literal
 
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import processes_phrase
 from jax_rocm7_plugin._job.record import JoinFact, ProcessRecord
+from jax_rocm7_plugin._job.store import Store, process_of, read_published, wait_ms
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._record import NamedTuple
@@ -114,16 +115,6 @@ class Verdict(NamedTuple):
             raise ValueError(f"not a job-check verdict: {error}") from None
 
 
-class Store(Protocol):
-    """What the check needs of jax's DistributedRuntimeClient."""
-
-    def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None: ...
-
-    def blocking_key_value_get(self, key: str, timeout_in_ms: int) -> str: ...
-
-    def key_value_dir_get(self, key: str) -> list[tuple[str, str]]: ...
-
-
 class Outcome(NamedTuple):
     verdict: Verdict
     findings: tuple[ClusterFinding, ...] = ()  # process 0's, for its table; empty elsewhere
@@ -151,7 +142,8 @@ def run(
     base = f"{PREFIX}/{start}"
     store.key_value_set(f"{base}/record/{process_id}", record)
     if process_id == 0:
-        texts = _gather(store, base, num_processes, record, clock() + timeout, clock)
+        others = read_published(store, f"{base}/record", range(1, num_processes), clock() + timeout, clock)
+        texts = {0: record, **others}
         records, unreadable = _parse(texts)
         missing = tuple(sorted({*(p for p in range(num_processes) if p not in texts), *unreadable}))
         findings = tuple(_findings(records))
@@ -159,42 +151,12 @@ def run(
         settled = _settle(store, base, verdict)
         return Outcome(settled, findings if settled == verdict else ())
     try:
-        text = store.blocking_key_value_get(f"{base}/verdict", _ms(timeout + grace))
+        text = store.blocking_key_value_get(f"{base}/verdict", wait_ms(timeout + grace))
     except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
-        present = {_process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/")}
+        present = {process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/")}
         missing = tuple(p for p in range(num_processes) if p not in present)
         return Outcome(_settle(store, base, no_verdict(missing, timeout)))
     return Outcome(Verdict.from_json(text))
-
-
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
-
-
-def _process_of(key: str) -> int:
-    tail = key.rstrip("/").rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
-def _gather(
-    store: Store, base: str, count: int, own: str, deadline: float, clock: Callable[[], float]
-) -> dict[int, str]:
-    """Every record published by the deadline: one blocking read per process, then one listing for the rest."""
-    texts = {0: own}
-    for process in range(1, count):
-        remaining = deadline - clock()
-        if remaining <= 0:
-            break
-        try:
-            texts[process] = store.blocking_key_value_get(f"{base}/record/{process}", _ms(remaining))
-        except Exception:  # noqa: BLE001 - the wait ran out: the listing below takes what has come
-            break
-    if len(texts) < count:
-        for key, value in store.key_value_dir_get(f"{base}/record/"):
-            process = _process_of(key)
-            if 0 <= process < count:
-                texts.setdefault(process, value)
-    return texts
 
 
 def _parse(texts: Mapping[int, str]) -> tuple[dict[int, ProcessRecord], tuple[int, ...]]:
@@ -273,7 +235,7 @@ def _settle(store: Store, base: str, verdict: Verdict) -> Verdict:
     except Exception:  # noqa: BLE001 - ALREADY_EXISTS: another process settled it first
         pass
     try:
-        return Verdict.from_json(store.blocking_key_value_get(key, _ms(READ_BACK_SECONDS)))
+        return Verdict.from_json(store.blocking_key_value_get(key, wait_ms(READ_BACK_SECONDS)))
     except Exception:  # noqa: BLE001 - unreadable: ours is the best this process knows
         return verdict
 

@@ -11,36 +11,8 @@ import pytest
 from jax_rocm7_plugin._job import check
 from jax_rocm7_plugin._job.compare import compare_at_backend_start
 from jax_rocm7_plugin._job.record import encode
+from tests.support.kv_store import Store
 from tests.support.records import job, record
-
-
-class Store:
-    """Set-once keys, blocking reads with a deadline, prefix listing (test fixture)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        self.changed = threading.Condition()
-
-    def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None:
-        with self.changed:
-            if key in self.values and not allow_overwrite:
-                raise RuntimeError(f"ALREADY_EXISTS: {key}")
-            self.values[key] = value
-            self.changed.notify_all()
-
-    def blocking_key_value_get(self, key: str, timeout_in_ms: int) -> str:
-        deadline = time.monotonic() + timeout_in_ms / 1000
-        with self.changed:
-            while key not in self.values:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError(f"DEADLINE_EXCEEDED: {key}")
-                self.changed.wait(left)
-            return self.values[key]
-
-    def key_value_dir_get(self, key: str) -> list[tuple[str, str]]:
-        with self.changed:
-            return [(k, v) for k, v in sorted(self.values.items()) if k.startswith(key)]
 
 
 def run_job(
