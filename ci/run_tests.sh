@@ -37,6 +37,13 @@ if ! { command -v srun && command -v slurmd && command -v munged && command -v m
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $LAUNCHERS >/dev/null; }
 fi
 
+# Hosts with links of their own for the throttled-link test of `cluster --deep` (tests/support/netlab.py): network
+# namespaces, a bridge and tc's token bucket, from iproute2. As root only; under CI=true a missing one fails it.
+if ! { command -v ip && command -v tc; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get install -y -q --no-install-recommends iproute2 >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends iproute2 >/dev/null; }
+fi
+
 # buildifier lints the Bazel files; the npm registry ships its binaries (pinned, checked).
 BUILDIFIER_VERSION=8.2.1
 BUILDIFIER_SHA256=6ceb7b0ab7cf66fceccc56a027d21d9cc557a7f34af37d2101edb56b92fcfa1a

@@ -119,7 +119,7 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
     rates: dict[int, float] = {}
 
     def concerns(processes: list[int]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        ordered = tuple(sorted(processes))
+        ordered = tuple(sorted(set(processes)))
         return ordered, tuple(sorted({host_of.get(p, "unknown host") for p in ordered}))
 
     for step in steps:
@@ -210,13 +210,16 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
             ranks = int(next(iter(outcomes.values())).get("ranks", count))
             figures.append(figure(str(step["op"]), int(step["bytes"]), seconds, ranks))
     group_of = {g: m for step in steps for g, m in step.get("groups", {}).items()}
-    findings.extend(_slow_links(figures, group_of, concerns))
+    findings.extend(_slow_links(figures, group_of, host_of, concerns))
     return DeepResult(tuple(figures), tuple(findings), rates)
 
 
-def _slow_links(figures: list[Figure], group_of: Mapping[str, list[int]], concerns: Any) -> list[ClusterFinding]:
+def _slow_links(
+    figures: list[Figure], group_of: Mapping[str, list[int]], host_of: Mapping[int, str], concerns: Any
+) -> list[ClusterFinding]:
     """Hosts (their own devices) and pairs of hosts whose bus bandwidth is below SLOW_FRACTION of the median of
-    their kind: where a job's collectives lose their time, by place."""
+    their kind: where a job's collectives lose their time, by place. Where one host is in every slow pair (two
+    or more), its own link is the place: the finding names it alone and gives the pairs as evidence."""
     found = []
     for kind, words in (("host:", "within"), ("pair:", "between")):
         mine = {f.group: f.busbw_gbps for f in figures if f.group.startswith(kind)}
@@ -226,14 +229,23 @@ def _slow_links(figures: list[Figure], group_of: Mapping[str, list[int]], concer
             continue
         median = statistics.median(mine.values())
         groups = [names[i] for i in slow]
+        members = [g.removeprefix(kind).split(",") for g in groups]
+        places = "; ".join(" and ".join(m) for m in members)
+        shared = set.intersection(*map(set, members)) if kind == "pair:" and len(groups) > 1 else set()
+        summary = (
+            f"collectives {words} {places} reach less than {SLOW_FRACTION:.0%} of the median bus bandwidth of the "
+            f"job's {'hosts' if kind == 'host:' else 'host pairs'} ({median:.3g} GB/s)"
+        )
         processes, hosts = concerns([p for g in groups for p in group_of.get(g, [])])
-        places = ", ".join(g.removeprefix(kind) for g in groups)
+        if len(shared) == 1:
+            (host,) = shared
+            summary += f": {host} is in every slow pair, its own link first"
+            processes, hosts = concerns([p for g in groups for p in group_of.get(g, []) if host_of.get(p) == host])
         found.append(
             catalog.mismatch(
                 "cluster-link-slow",
                 "warning",
-                f"collectives {words} {places} reach less than {SLOW_FRACTION:.0%} of the median bus bandwidth of "
-                f"the job's {'hosts' if kind == 'host:' else 'host pairs'} ({median:.3g} GB/s)",
+                summary,
                 "check the links named: a fallback from RDMA to sockets (NCCL_DEBUG=INFO says which transport "
                 "RCCL chose), a port at a lower speed (ibstat, ethtool), or xGMI/PCIe errors (amd-smi, dmesg)",
                 processes,

@@ -1,18 +1,22 @@
 """`cluster --deep --platform cpu` with the real engine: jax.distributed on this machine's address, jax's CPU
 backend running the collectives across processes over gloo (jax 0.10.2, this checkout). Faults are real: a
-process's courier stopped with SIGSTOP (a hang), killed with SIGKILL, or slowed by a SIGSTOP/SIGCONT duty cycle.
+process's courier stopped with SIGSTOP (a hang), killed with SIGKILL, or slowed by a SIGSTOP/SIGCONT duty cycle;
+a host's network link throttled by the kernel (network namespaces, tc-tbf).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import netlab
 from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
-from tests.support.environment import REPO
+from tests.support.environment import REPO, require
+from tests.support.netlab import NetLab
 from tests.support.snippets import clean_env
 
 
@@ -83,6 +87,36 @@ def test_a_slowed_process_is_named_as_slow(tmp_path: Path, standin_library: Path
     assert "cluster-process-slow" in found, report["local_work_gflops"]
     assert found["cluster-process-slow"]["processes"] == [1], report["local_work_gflops"]
     assert results[0][0] == 1
+
+
+@pytest.fixture
+def four_hosts() -> Iterator[NetLab]:
+    reason = netlab.available()
+    require(reason is None, f"hosts with links of their own ({reason})")
+    lab = NetLab(4)
+    try:
+        yield lab
+    finally:
+        lab.close()
+
+
+def test_a_throttled_link_is_located_at_its_host(tmp_path: Path, standin_library: Path, four_hosts: NetLab) -> None:
+    """Four hosts of one process each, every host its own network namespace linked through a bridge; node-1's
+    link throttled to 100 Mbit/s both ways (tc-tbf), the others at the bridge's speed. The pairs crossing it are
+    slow, and node-1 is the host in both."""
+    four_hosts.throttle(1, "100mbit")
+    job = DeepJob(tmp_path, standin_library, 4, per_host=1, lab=four_hosts, step_timeout=20)
+    results = job.run()
+    report = report_of(results)
+    pairs = {c["group"]: c for c in report["collectives"] if c["group"].startswith("pair:")}
+    assert sorted(pairs) == ["pair:node-0,node-1", "pair:node-1,node-2", "pair:node-2,node-3", "pair:node-3,node-0"]
+    # 1 MiB all-reduced by two ranks moves 1 MiB each way: at least 84 ms at 100 Mbit/s.
+    assert all(pairs[g]["seconds"] >= 0.08 for g in ("pair:node-0,node-1", "pair:node-1,node-2")), pairs
+    slow = by_id(report)["cluster-link-slow"]
+    assert slow["hosts"] == ["node-1"] and slow["processes"] == [1], slow
+    assert "node-1 is in every slow pair" in slow["summary"]
+    others = [f["id"] for f in report["findings"] if f["id"] not in ("cluster-link-slow", "cluster-process-slow")]
+    assert others == [] and [r[0] for r in results] == [1] * 4, report["findings"]
 
 
 def test_bad_sizes_are_a_usage_error(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.cluster import free_port, gpus_with_ids, host_sysroot, routable_address
+from tests.support.cluster import DEFAULT_INTERFACES, free_port, gpus_with_ids, host_sysroot, routable_address
 from tests.support.environment import REPO
+from tests.support.netlab import NetLab
 from tests.support.snippets import clean_env
 
 SIZES = "8,4K,1M"
@@ -26,26 +27,47 @@ class DeepJob:
     """N processes of `cluster --deep --platform cpu --json --verbose`; a fault may be done to one courier."""
 
     def __init__(
-        self, tmp: Path, library: Path, count: int, python: Path = Path(sys.executable), pythonpath: str | None = None
+        self,
+        tmp: Path,
+        library: Path,
+        count: int,
+        python: Path = Path(sys.executable),
+        pythonpath: str | None = None,
+        *,
+        per_host: int = 2,
+        lab: NetLab | None = None,
+        step_timeout: float = STEP_TIMEOUT,
     ) -> None:
+        """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
+        self.per_host, self.lab, self.step_timeout = per_host, lab, step_timeout
         self.pythonpath = str(REPO) if pythonpath is None and python == Path(sys.executable) else pythonpath
         self.stderr: list[list[str]] = [[] for _ in range(count)]
         self.faulted_at: float | None = None
 
     def run(self, fault: tuple[int, str, str] | None = None, sizes: str = SIZES) -> list[tuple[int | None, str, float]]:
         """(exit status, stdout, seconds) per process. `fault`: (process, step name prefix, stop|kill|slow)."""
-        port = free_port()
-        address = f"{routable_address()}:{port}"
+        port = free_port()  # free here; a lab's namespaces have every port free
+        address = f"{self.lab.address(0) if self.lab else routable_address()}:{port}"
         self.started = time.monotonic()
         processes = []
         for pid in range(self.count):
-            root = host_sysroot(self.tmp / f"p{pid}", f"node-{pid // 2}", gpus_with_ids(2))
-            env = clean_env(JAX_ROCM_SYSROOT=str(root), JAX_ROCM_PJRT_LIBRARY=str(self.library), PYTHONPATH=str(REPO))
-            argv = [sys.executable, "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
-            argv += ["--num-processes", str(self.count), "--process-id", str(pid), "--local-device-ids", str(pid % 2)]
-            argv += ["--deep", "--platform", "cpu", "--sizes", sizes, "--step-timeout", str(STEP_TIMEOUT)]
+            host = pid // self.per_host
+            interfaces = DEFAULT_INTERFACES
+            if self.lab is not None:
+                interfaces = {"lo": (True, ("127.0.0.1/8",)), "eth0": (True, (f"{self.lab.address(host)}/24",))}
+            root = host_sysroot(self.tmp / f"p{pid}", f"node-{host}", gpus_with_ids(2), interfaces=interfaces)
+            env = clean_env(JAX_ROCM_SYSROOT=str(root), JAX_ROCM_PJRT_LIBRARY=str(self.library))
+            env.pop("PYTHONPATH", None)
+            if self.pythonpath:  # this checkout; none where `python` is a venv with our wheels
+                env["PYTHONPATH"] = self.pythonpath
+            argv = [str(self.python), "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
+            argv += ["--num-processes", str(self.count), "--process-id", str(pid)]
+            argv += ["--local-device-ids", str(pid % self.per_host)]
+            argv += ["--deep", "--platform", "cpu", "--sizes", sizes, "--step-timeout", str(self.step_timeout)]
             argv += ["--json", "--verbose", "--timeout", "60"]
+            if self.lab is not None:
+                argv = self.lab.command(host, argv)
             processes.append(
                 subprocess.Popen(argv, env=env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             )

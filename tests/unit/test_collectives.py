@@ -124,3 +124,31 @@ def test_a_slow_host_and_its_links_are_named() -> None:
     assert [f.group for f in result.figures] == ["host:a", "host:b", "host:c"]
     (slow,) = result.findings
     assert slow.id == "cluster-link-slow" and slow.processes == (2, 3) and slow.hosts == ("b",)
+
+
+def _pair_rounds(slow_pairs: set[str], hosts: int = 4) -> list[dict[str, Any]]:
+    """The ring's pair steps over `hosts` hosts of one process each; the pairs in `slow_pairs` 20 times slower."""
+    from jax_rocm7_plugin._cluster.deep import group_steps
+
+    steps = group_steps({p: f"h{p}" for p in range(hosts)}, [1024])
+    for step in steps:
+        outcomes = {}
+        for group, members in step["groups"].items():
+            for p in members:
+                outcomes[p] = {**_ok(0.02 if group in slow_pairs else 0.001, ranks=2), "group": group}
+        step["outcomes"] = {str(p): o for p, o in outcomes.items()}
+    return steps
+
+
+def test_a_host_in_every_slow_pair_is_named_alone() -> None:
+    steps = _pair_rounds({"pair:h0,h1", "pair:h1,h2"})
+    (slow,) = read_steps(steps, 4, {p: f"h{p}" for p in range(4)}, 10.0).findings
+    assert slow.id == "cluster-link-slow" and slow.hosts == ("h1",) and slow.processes == (1,)
+    assert "h0 and h1; h1 and h2" in slow.summary and "h1 is in every slow pair" in slow.summary
+    assert len(slow.evidence) == 2
+
+
+def test_one_slow_pair_names_both_of_its_hosts() -> None:
+    steps = _pair_rounds({"pair:h2,h3"})
+    (slow,) = read_steps(steps, 4, {p: f"h{p}" for p in range(4)}, 10.0).findings
+    assert slow.hosts == ("h2", "h3") and slow.processes == (2, 3) and "every slow pair" not in slow.summary
