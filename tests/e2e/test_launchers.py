@@ -205,8 +205,10 @@ def test_a_task_killed_after_joining_is_named(
         assert "SIGABRT" in found["cluster-join-failed"]["summary"], found
         return
     # The killed task is missing. Under load a peer may be missing with it: seen once in a fresh-clone run
-    # (jax 0.10.2), where the coordination service's error for the dead task ended task 2's client before it
-    # published its record. The report names what happened either way.
+    # (jax 0.10.2), read then as the coordination service's error for the dead task ending task 2's client before
+    # it published its record. A second cause was found later and removed: process 0 read the records after the
+    # dead task's with the last millisecond of its wait, which under load runs out though the key is there
+    # (_job/store.py). The report names what happened either way.
     assert 1 in report["missing"] and 0 in report["reported"], report["findings"]
     assert sorted(report["missing"] + report["reported"]) == [0, 1, 2, 3]
     incomplete = found["cluster-incomplete"]
