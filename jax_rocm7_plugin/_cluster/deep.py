@@ -121,8 +121,12 @@ class _Deep:
             if not stuck:
                 with contextlib.suppress(Exception):  # not in time: this process cannot know, and says problems
                     code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", VERDICT_WAIT_SECONDS * 1000))
-                    self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
+            # The parent first, then the ack: the ack lets process 0 end, and with it the service, whose end
+            # jaxlib's client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
             self.emit("deep-done", code=code)
+            if not stuck:
+                with contextlib.suppress(Exception):
+                    self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
             return
         listening = self.gather(steps, stuck=stuck)
         if stuck:
@@ -148,14 +152,13 @@ class _Deep:
             # A process missing here never reported the step: stopped, killed or hung before it.
             texts = read_published(self.client, f"{PREFIX}/{index}", range(self.count), until, time.time)
             gathered.append({**step, "outcomes": {str(p): json.loads(t) for p, t in sorted(texts.items())}})
-        self.emit("deep", steps=gathered, devices=self.devices)
+        self.emit("deep", steps=gathered)
         last = gathered[-1]["outcomes"] if gathered else {}
         # Who waits for the job's code: the processes that finished the last step here (a stuck one's
         # watchdog has ended it; a stopped or killed one never reported it).
         return {int(p) for p, outcome in last.items() if not outcome.get("timeout")} - {0}
 
     def run(self) -> None:
-        self.devices = 0
         for index, step in enumerate(self.steps):
             if index > 0 and self.aborted():
                 break
@@ -191,8 +194,7 @@ class _Deep:
         name = step["name"]
         started = time.perf_counter()
         if name == "backend":
-            self.devices = len(jax.devices())
-            return {"ok": True, "seconds": time.perf_counter() - started, "devices": self.devices}
+            return {"ok": True, "seconds": time.perf_counter() - started, "devices": len(jax.devices())}
         if name == "first-jit":
             return self.first_jit()
         if name == "local-work":

@@ -24,7 +24,7 @@ LIMIT = 150.0
 
 
 class DeepJob:
-    """N processes of `cluster --deep --platform cpu --json --verbose`; a fault may be done to one courier."""
+    """N processes of `cluster --deep --json --verbose` (on 'cpu' unless told); a fault may be done to one courier."""
 
     def __init__(
         self,
@@ -37,16 +37,20 @@ class DeepJob:
         per_host: int = 2,
         lab: NetLab | None = None,
         step_timeout: float = STEP_TIMEOUT,
+        platform: str = "cpu",
     ) -> None:
         """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
-        self.per_host, self.lab, self.step_timeout = per_host, lab, step_timeout
+        self.per_host, self.lab, self.step_timeout, self.platform = per_host, lab, step_timeout, platform
         self.pythonpath = str(REPO) if pythonpath is None and python == Path(sys.executable) else pythonpath
         self.stderr: list[list[str]] = [[] for _ in range(count)]
         self.faulted_at: float | None = None
 
-    def run(self, fault: tuple[int, str, str] | None = None, sizes: str = SIZES) -> list[tuple[int | None, str, float]]:
-        """(exit status, stdout, seconds) per process. `fault`: (process, step name prefix, stop|kill|slow)."""
+    def run(
+        self, fault: tuple[int, str, str] | None = None, sizes: str | None = SIZES, limit: float = LIMIT
+    ) -> list[tuple[int | None, str, float]]:
+        """(exit status, stdout, seconds) per process. `fault`: (process, step name prefix, stop|kill|slow);
+        `sizes` None: the command's default sizes; `limit`: seconds until every process is killed."""
         port = free_port()  # free here; a lab's namespaces have every port free
         address = f"{self.lab.address(0) if self.lab else routable_address()}:{port}"
         self.started = time.monotonic()
@@ -64,7 +68,8 @@ class DeepJob:
             argv = [str(self.python), "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
             argv += ["--num-processes", str(self.count), "--process-id", str(pid)]
             argv += ["--local-device-ids", str(pid % self.per_host)]
-            argv += ["--deep", "--platform", "cpu", "--sizes", sizes, "--step-timeout", str(self.step_timeout)]
+            argv += ["--deep", "--platform", self.platform, "--step-timeout", str(self.step_timeout)]
+            argv += ["--sizes", sizes] if sizes else []
             argv += ["--json", "--verbose", "--timeout", "60"]
             if self.lab is not None:
                 argv = self.lab.command(host, argv)
@@ -84,7 +89,7 @@ class DeepJob:
             for process in processes:
                 try:
                     out = process.stdout.read() if process.stdout else ""  # type: ignore[union-attr]
-                    process.wait(timeout=max(1, LIMIT - (time.monotonic() - started)))
+                    process.wait(timeout=max(1, limit - (time.monotonic() - started)))
                     results.append((process.returncode, out, time.monotonic() - started))
                 except subprocess.TimeoutExpired:
                     process.kill()
