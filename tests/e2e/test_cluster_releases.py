@@ -113,9 +113,28 @@ def test_a_process_that_never_starts_on_jax_012(
 def test_the_deep_preflight_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:
-    """`cluster --deep --platform cpu` from our wheels on jax 0.12.0/3.12: every collective measured, right."""
-    job = DeepJob(tmp_path, standin_library, 2, python=e2e_venv(JAX_012), pythonpath="")
+    """`cluster --deep --platform cpu` from our wheels on jax 0.12.0/3.12, four processes on two host names:
+    every collective measured, right, in the job and within each host."""
+    job = DeepJob(tmp_path, standin_library, 4, python=e2e_venv(JAX_012), pythonpath="")
     results = job.run()
-    assert [r[0] for r in results] == [0, 0], ["".join(s[-20:]) for s in job.stderr]
     report = deep_report_of(results)
-    assert report["findings"] == [] and [c["group"] for c in report["collectives"]] == ["job"] * 6 + ["host:node-0"]
+    # Four processes on two cores beside the other worker: one starved during its local work is named as slow
+    # (a warning, exit 1 everywhere). Nothing else.
+    others = [f for f in report["findings"] if f["id"] not in ("cluster-process-slow", "cluster-link-slow")]
+    assert others == [], others
+    expected = 1 if report["findings"] else 0
+    assert [r[0] for r in results] == [expected] * 4, ["".join(s[-20:]) for s in job.stderr]
+    groups = [c["group"] for c in report["collectives"]]
+    assert groups == ["job"] * 6 + ["host:node-0", "host:node-1"]
+    assert all(c["ranks"] == (4 if c["group"] == "job" else 2) and c["seconds"] > 0 for c in report["collectives"])
+
+
+@pytest.mark.xdist_group("e2e-0.12.0")
+def test_a_process_killed_mid_step_is_named_on_jax_012(
+    e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
+) -> None:
+    job = DeepJob(tmp_path, standin_library, 2, python=e2e_venv(JAX_012), pythonpath="")
+    results = job.run(fault=(1, "all-gather/4096", "kill"))
+    assert job.faulted_at is not None and [r[0] for r in results] == [1, 1]
+    hung = {f["id"]: f for f in deep_report_of(results)["findings"]}["cluster-collective-hung"]
+    assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"]
