@@ -150,7 +150,7 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
             )
             break  # later steps did not run
         wrong = sorted(p for p, o in outcomes.items() if o.get("wrong"))
-        failed = sorted(p for p, o in outcomes.items() if not o.get("ok") and not o.get("wrong"))
+        failed = sorted(p for p, o in outcomes.items() if not (o.get("ok") or o.get("wrong") or o.get("aborted")))
         if wrong:
             processes, hosts = concerns(wrong)
             findings.append(
@@ -201,11 +201,11 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
                 )
         elif "groups" in step and not wrong and not failed:
             for group, members in step["groups"].items():
-                times = {p: float(outcomes[p]["seconds"]) for p in members if p in outcomes}
+                times = {p: float(outcomes[p]["seconds"]) for p in members if "seconds" in outcomes.get(p, {})}
                 if len(times) == len(members):
                     ranks = int(outcomes[members[0]].get("ranks", len(members)))
                     figures.append(figure(str(step["op"]), int(step["bytes"]), job_seconds(times), ranks, group))
-        elif "op" in step and not wrong and not failed and len(outcomes) == count:
+        elif "op" in step and len(outcomes) == count and all(o.get("ok") for o in outcomes.values()):
             seconds = job_seconds({p: float(o["seconds"]) for p, o in outcomes.items()})
             ranks = int(next(iter(outcomes.values())).get("ranks", count))
             figures.append(figure(str(step["op"]), int(step["bytes"]), seconds, ranks))

@@ -144,9 +144,13 @@ class _Deep:
     def gather(self, steps: int, *, stuck: bool = False) -> set[int]:
         """Every process's outcome of the first `steps` steps, to the parent; the processes that will wait for
         the job's code."""
-        # Stuck: the others' watchdogs fire a step timeout after each started the step, and one may have started
-        # it later than this process (compiling under load): wait that long too before calling anyone silent.
-        until = time.time() + GATHER_GRACE_SECONDS + (self.step_timeout if stuck else 0.0)
+        # The group steps do not wait for each other: where this process's group ended early, another group may
+        # still be in any of them (a slow link is what they are for), each under its own step deadline. Stuck: the
+        # others' watchdogs fire a step timeout after each started the step, and one may have started it later
+        # than this process (compiling under load). Wait that long before calling anyone silent; a healthy job
+        # has reported everything by now, and its reads return at once.
+        behind = sum(1 for step in self.steps[:steps] if "groups" in step) + (1 if stuck else 0)
+        until = time.time() + GATHER_GRACE_SECONDS + behind * self.step_timeout
         gathered = []
         for index, step in enumerate(self.steps[:steps]):
             # A process missing here never reported the step: stopped, killed or hung before it.
@@ -161,6 +165,8 @@ class _Deep:
     def run(self) -> None:
         for index, step in enumerate(self.steps):
             if index > 0 and self.aborted():
+                # Said, so that process 0 does not take this process for one that never came to the step.
+                self.publish(index, {"ok": False, "aborted": True, "error": "not run: another process stopped the job"})
                 break
             with self.lock:
                 self.current = index

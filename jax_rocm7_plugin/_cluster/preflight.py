@@ -194,7 +194,9 @@ class _Run:
         from jax_rocm7_plugin._cluster.deep import GATHER_GRACE_SECONDS, GROUP_STEPS_MAX, plan_steps
 
         plan = self._deep_plan() or {"sizes": []}
-        steps = len(plan_steps(list(plan["sizes"]))) + GROUP_STEPS_MAX + 1  # + 1: process 0's wait when stuck
+        # The group steps run, then process 0 may wait that long again for groups still in them, and one more
+        # step's time when it is stuck.
+        steps = len(plan_steps(list(plan["sizes"]))) + 2 * GROUP_STEPS_MAX + 1
         return time.time() + steps * self.options.step_timeout + GATHER_GRACE_SECONDS + KILL_GRACE_SECONDS
 
     def _deep_progress(self, link: CourierLink, last: str) -> dict[str, Any]:

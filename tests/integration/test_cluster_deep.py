@@ -103,15 +103,16 @@ def four_hosts() -> Iterator[NetLab]:
 def test_a_throttled_link_is_located_at_its_host(tmp_path: Path, standin_library: Path, four_hosts: NetLab) -> None:
     """Four hosts of one process each, every host its own network namespace linked through a bridge; node-1's
     link throttled to 100 Mbit/s both ways (tc-tbf), the others at the bridge's speed. The pairs crossing it are
-    slow, and node-1 is the host in both."""
+    slow, and node-1 is the host in both. In the second round process 0's pair (node-3, node-0) ends seconds
+    before the slow one: process 0 waits for it rather than calling it silent."""
     four_hosts.throttle(1, "100mbit")
-    job = DeepJob(tmp_path, standin_library, 4, per_host=1, lab=four_hosts, step_timeout=20)
-    results = job.run()
+    job = DeepJob(tmp_path, standin_library, 4, per_host=1, lab=four_hosts, step_timeout=30)
+    results = job.run(sizes="8,16M")
     report = report_of(results)
     pairs = {c["group"]: c for c in report["collectives"] if c["group"].startswith("pair:")}
     assert sorted(pairs) == ["pair:node-0,node-1", "pair:node-1,node-2", "pair:node-2,node-3", "pair:node-3,node-0"]
-    # 1 MiB all-reduced by two ranks moves 1 MiB each way: at least 84 ms at 100 Mbit/s.
-    assert all(pairs[g]["seconds"] >= 0.08 for g in ("pair:node-0,node-1", "pair:node-1,node-2")), pairs
+    # 16 MiB all-reduced by two ranks moves 16 MiB each way: at least 1.34 s at 100 Mbit/s.
+    assert all(pairs[g]["seconds"] >= 1.3 for g in ("pair:node-0,node-1", "pair:node-1,node-2")), pairs
     slow = by_id(report)["cluster-link-slow"]
     assert slow["hosts"] == ["node-1"] and slow["processes"] == [1], slow
     assert "node-1 is in every slow pair" in slow["summary"]

@@ -152,3 +152,13 @@ def test_one_slow_pair_names_both_of_its_hosts() -> None:
     steps = _pair_rounds({"pair:h2,h3"})
     (slow,) = read_steps(steps, 4, {p: f"h{p}" for p in range(4)}, 10.0).findings
     assert slow.hosts == ("h2", "h3") and slow.processes == (2, 3) and "every slow pair" not in slow.summary
+
+
+def test_processes_that_skipped_a_step_on_the_abort_are_not_named() -> None:
+    aborted = {"ok": False, "aborted": True, "error": "not run: another process stopped the job"}
+    outcomes = {0: {"ok": False, "timeout": True, "error": "not done within 10 s"}, 1: aborted, 2: aborted}
+    steps = [_step("pairs-2/1024", outcomes, op="all-reduce", bytes=1024, groups={"pair:a,b": [0, 3]})]
+    (hung,) = read_steps(steps, 4, {p: "ab"[p // 2] for p in range(4)}, 10.0).findings
+    assert hung.id == "cluster-collective-hung" and hung.processes == (3,) and "never reported" in hung.summary
+    only_aborted = [_step("all-reduce/8", {0: _ok(ranks=2), 1: aborted}, op="all-reduce", bytes=8)]
+    assert read_steps(only_aborted, 2, {0: "a", 1: "a"}, 10.0).findings == ()
