@@ -26,13 +26,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jax_rocm7_plugin._job.store import read_published
+from jax_rocm7_plugin._job.store import read_published, wait_ms
 
 PREFIX = "jax_rocm7/cluster/deep"
 GATHER_GRACE_SECONDS = 5.0
 LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
 LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
-VERDICT_WAIT_SECONDS = 30  # the others wait this long for process 0's parent to write the report's exit code
+VERDICT_WAIT_SECONDS = 30  # process 0's parent writes the report in this time; its courier waits as long for acks
 Emit = Callable[..., None]
 Receive = Callable[[], dict[str, Any]]
 
@@ -72,6 +72,18 @@ def group_steps(host_of: dict[int, str], sizes: list[int]) -> list[dict[str, Any
             groups = {f"pair:{a},{b}": members[a] + members[b] for a, b in chosen}
             steps.append({"name": f"pairs-{number}/{size}", "op": "all-reduce", "bytes": size, "groups": groups})
     return steps
+
+
+def gathering_seconds(step_timeout: float) -> float:
+    """The longest process 0 gathers: its grace, the group steps others may still be in, one step when stuck."""
+    return GATHER_GRACE_SECONDS + (GROUP_STEPS_MAX + 1) * step_timeout
+
+
+def longest_run(sizes: list[int], step_timeout: float) -> float:
+    """The most seconds a courier's deep steps take, first step to last word: every step to its deadline, process
+    0's gathering, then its parent's report of the job's code."""
+    steps = len(plan_steps(sizes)) + GROUP_STEPS_MAX
+    return steps * step_timeout + gathering_seconds(step_timeout) + VERDICT_WAIT_SECONDS
 
 
 class _Deep:
@@ -116,11 +128,13 @@ class _Deep:
         """Process 0: every process's outcome of the first `steps` steps, to the parent, then the job's exit
         code from the parent to the others; the others: that code (1 where this process is stuck or the code
         does not come). `stuck`: called by the watchdog, with the main thread in a collective."""
+        self.emit("deep-report")  # the parent's next deadline: this wait's, not a step's
         if self.process_id != 0:
             code = 1
             if not stuck:
                 with contextlib.suppress(Exception):  # not in time: this process cannot know, and says problems
-                    code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", VERDICT_WAIT_SECONDS * 1000))
+                    wait = wait_ms(gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS)
+                    code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
             # The parent first, then the ack: the ack lets process 0 end, and with it the service, whose end
             # jaxlib's client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
             self.emit("deep-done", code=code)
@@ -150,7 +164,7 @@ class _Deep:
         # than this process (compiling under load). Wait that long before calling anyone silent; a healthy job
         # has reported everything by now, and its reads return at once.
         behind = sum(1 for step in self.steps[:steps] if "groups" in step) + (1 if stuck else 0)
-        until = time.time() + GATHER_GRACE_SECONDS + behind * self.step_timeout
+        until = time.time() + GATHER_GRACE_SECONDS + behind * self.step_timeout  # at most gathering_seconds()
         gathered = []
         for index, step in enumerate(self.steps[:steps]):
             # A process missing here never reported the step: stopped, killed or hung before it.

@@ -191,21 +191,28 @@ class _Run:
         }
 
     def _deep_deadline(self) -> float:
-        from jax_rocm7_plugin._cluster.deep import GATHER_GRACE_SECONDS, GROUP_STEPS_MAX, plan_steps
+        from jax_rocm7_plugin._cluster.deep import longest_run
 
         plan = self._deep_plan() or {"sizes": []}
-        # The group steps run, then process 0 may wait that long again for groups still in them, and one more
-        # step's time when it is stuck.
-        steps = len(plan_steps(list(plan["sizes"]))) + 2 * GROUP_STEPS_MAX + 1
-        return time.time() + steps * self.options.step_timeout + GATHER_GRACE_SECONDS + KILL_GRACE_SECONDS
+        return time.time() + longest_run(list(plan["sizes"]), self.options.step_timeout) + KILL_GRACE_SECONDS
 
     def _deep_progress(self, link: CourierLink, last: str) -> dict[str, Any]:
-        """The courier's events until `last` (or an error), each step said with --verbose."""
+        """The courier's events until `last` (or an error), each step said with --verbose. Besides the whole run's
+        deadline, each phase has its own: a step ends by its deadline (the courier's watchdog), where process 0
+        then gathers; the report's wait is bounded too. A courier silent for longer is stopped or hung."""
+        from jax_rocm7_plugin._cluster.deep import VERDICT_WAIT_SECONDS, gathering_seconds
+
+        timeout = self.options.step_timeout
         deadline = self._deep_deadline()
+        phase_ends = deadline
         while True:
-            event = link.wait_for((last, "deep-step"), deadline)
+            event = link.wait_for((last, "deep-step", "deep-report"), min(deadline, phase_ends))
+            if event["event"] == "deep-report":
+                phase_ends = time.time() + gathering_seconds(timeout) + VERDICT_WAIT_SECONDS + KILL_GRACE_SECONDS
+                continue
             if event["event"] != "deep-step":
                 return event
+            phase_ends = time.time() + timeout + gathering_seconds(timeout) + KILL_GRACE_SECONDS
             self.say(f"deep step {event.get('name')}")
 
     def _deep(self, link: CourierLink, host_of: Mapping[int, str]) -> tuple[Any, list[ClusterFinding]]:
