@@ -66,10 +66,7 @@ def main() -> None:
             if lab is not None:
                 lab.close()
         report = report_of(results)
-        figures = tuple(
-            Figure(c["op"], c["bytes"], c["seconds"], c["ranks"], c["group"], c["algbw_gbps"], c["busbw_gbps"])
-            for c in report.get("collectives", [])
-        )
+        figures = tuple(Figure(**c) for c in report.get("collectives", []))
         print(f"{count} processes: {seconds:.1f} s wall, verdict {report['verdict']}")
         print("\n".join(table_lines(figures)))
         for finding in report["findings"]:

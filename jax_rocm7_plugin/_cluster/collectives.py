@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
@@ -21,6 +21,7 @@ from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
+K = TypeVar("K")  # what slow_processes ranks: process ids, or places (host and pair groups)
 KIB, MIB = 1024, 1024 * 1024
 # 8 B to 128 MiB in powers of 4 (8 x 4^k), then 256 MiB: the range where latency gives way to bandwidth.
 DEFAULT_SIZES: tuple[int, ...] = (*(8 * 4**k for k in range(13)), 256 * MIB)
@@ -67,15 +68,7 @@ class Figure(NamedTuple):
     busbw_gbps: float
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "op": self.op,
-            "bytes": self.bytes,
-            "seconds": self.seconds,
-            "ranks": self.ranks,
-            "group": self.group,
-            "algbw_gbps": self.algbw_gbps,
-            "busbw_gbps": self.busbw_gbps,
-        }
+        return dict(self._asdict())  # every field a JSON scalar, in order; Figure(**entry) reads it back
 
 
 def bus_factor(op: str, ranks: int) -> float:
@@ -98,8 +91,8 @@ def job_seconds(per_process: Mapping[int, float]) -> float:
     return max(per_process.values())
 
 
-def slow_processes(rates: Mapping[int, float], fraction: float = SLOW_FRACTION) -> tuple[int, ...]:
-    """The processes whose own rate of work is below `fraction` of the job's median rate."""
+def slow_processes(rates: Mapping[K, float], fraction: float = SLOW_FRACTION) -> tuple[K, ...]:
+    """The processes (or places) whose rate is below `fraction` of the median rate of them all."""
     if len(rates) < 2:
         return ()
     median = statistics.median(rates.values())
@@ -223,12 +216,11 @@ def _slow_links(
     found = []
     for kind, words in (("host:", "within"), ("pair:", "between")):
         mine = {f.group: f.busbw_gbps for f in figures if f.group.startswith(kind)}
-        slow = sorted(slow_processes(dict(enumerate(mine.values()))))
-        names = list(mine)
+        slow = set(slow_processes(mine))
         if not slow:
             continue
         median = statistics.median(mine.values())
-        groups = [names[i] for i in slow]
+        groups = [g for g in mine if g in slow]  # in the order they ran
         members = [g.removeprefix(kind).split(",") for g in groups]
         places = "; ".join(" and ".join(m) for m in members)
         shared = set.intersection(*map(set, members)) if kind == "pair:" and len(groups) > 1 else set()
@@ -236,11 +228,12 @@ def _slow_links(
             f"collectives {words} {places} reach less than {SLOW_FRACTION:.0%} of the median bus bandwidth of the "
             f"job's {'hosts' if kind == 'host:' else 'host pairs'} ({median:.3g} GB/s)"
         )
-        processes, hosts = concerns([p for g in groups for p in group_of.get(g, [])])
-        if len(shared) == 1:
-            (host,) = shared
-            summary += f": {host} is in every slow pair, its own link first"
-            processes, hosts = concerns([p for g in groups for p in group_of.get(g, []) if host_of.get(p) == host])
+        located = next(iter(shared)) if len(shared) == 1 else None
+        if located is not None:
+            summary += f": {located} is in every slow pair, its own link first"
+        processes, hosts = concerns(
+            [p for g in groups for p in group_of.get(g, []) if located is None or host_of.get(p) == located]
+        )
         found.append(
             catalog.mismatch(
                 "cluster-link-slow",

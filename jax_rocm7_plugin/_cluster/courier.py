@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from jax_rocm7_plugin._job.store import read_published
+from jax_rocm7_plugin._job.store import read_published, wait_ms
 
 PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
@@ -59,7 +59,7 @@ def read_message() -> dict[str, Any]:
 
 
 def remaining_ms(deadline: float) -> int:
-    return max(1, int((deadline - time.time()) * 1000))
+    return wait_ms(deadline - time.time())
 
 
 def detect(job: dict[str, Any]) -> dict[str, Any]:

@@ -79,11 +79,17 @@ def gathering_seconds(step_timeout: float) -> float:
     return GATHER_GRACE_SECONDS + (GROUP_STEPS_MAX + 1) * step_timeout
 
 
+def report_seconds(step_timeout: float) -> float:
+    """The longest a courier's report takes: process 0's gathering, then its parent's report of the job's code
+    (what the others wait for that code)."""
+    return gathering_seconds(step_timeout) + VERDICT_WAIT_SECONDS
+
+
 def longest_run(sizes: list[int], step_timeout: float) -> float:
-    """The most seconds a courier's deep steps take, first step to last word: every step to its deadline, process
-    0's gathering, then its parent's report of the job's code."""
+    """The most seconds a courier's deep steps take, first step to last word: every step to its deadline, then
+    the report."""
     steps = len(plan_steps(sizes)) + GROUP_STEPS_MAX
-    return steps * step_timeout + gathering_seconds(step_timeout) + VERDICT_WAIT_SECONDS
+    return steps * step_timeout + report_seconds(step_timeout)
 
 
 class _Deep:
@@ -133,7 +139,7 @@ class _Deep:
             code = 1
             if not stuck:
                 with contextlib.suppress(Exception):  # not in time: this process cannot know, and says problems
-                    wait = wait_ms(gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS)
+                    wait = wait_ms(report_seconds(self.step_timeout))
                     code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
             # The parent first, then the ack: the ack lets process 0 end, and with it the service, whose end
             # jaxlib's client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
@@ -150,9 +156,8 @@ class _Deep:
             self.client.key_value_set(f"{PREFIX}/verdict", str(code))
             until = time.time() + VERDICT_WAIT_SECONDS
             for process in sorted(listening):  # the service lives here: stay until they have read it
-                left = max(1, int((until - time.time()) * 1000))
                 with contextlib.suppress(Exception):
-                    self.client.blocking_key_value_get(f"{PREFIX}/ack/{process}", left)
+                    self.client.blocking_key_value_get(f"{PREFIX}/ack/{process}", wait_ms(until - time.time()))
         self.emit("deep-finished")
 
     def gather(self, steps: int, *, stuck: bool = False) -> set[int]:

@@ -200,7 +200,7 @@ class _Run:
         """The courier's events until `last` (or an error), each step said with --verbose. Besides the whole run's
         deadline, each phase has its own: a step ends by its deadline (the courier's watchdog), where process 0
         then gathers; the report's wait is bounded too. A courier silent for longer is stopped or hung."""
-        from jax_rocm7_plugin._cluster.deep import VERDICT_WAIT_SECONDS, gathering_seconds
+        from jax_rocm7_plugin._cluster.deep import gathering_seconds, report_seconds
 
         timeout = self.options.step_timeout
         deadline = self._deep_deadline()
@@ -208,7 +208,7 @@ class _Run:
         while True:
             event = link.wait_for((last, "deep-step", "deep-report"), min(deadline, phase_ends))
             if event["event"] == "deep-report":
-                phase_ends = time.time() + gathering_seconds(timeout) + VERDICT_WAIT_SECONDS + KILL_GRACE_SECONDS
+                phase_ends = time.time() + report_seconds(timeout) + KILL_GRACE_SECONDS
                 continue
             if event["event"] != "deep-step":
                 return event

@@ -569,9 +569,9 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
 
 
 def _situation(record: ProcessRecord, host_count: int) -> Situation:
+    """What known issues depend on, as one process's record states it."""
     from jax_rocm7_plugin._policy.known_issues import Situation
 
-    """What known issues depend on, as one process's record states it."""
     versions = dict(record.versions)
     pjrt = versions.get(PJRT_DISTRIBUTION) or versions.get(PLUGIN_DISTRIBUTION)
     used = record.used_gpus
