@@ -84,8 +84,10 @@ def test_a_process_killed_mid_step_is_named(tmp_path: Path, standin_library: Pat
 
 
 def test_a_slowed_process_is_named_as_slow(tmp_path: Path, standin_library: Path) -> None:
-    job = DeepJob(tmp_path, standin_library, 2)
-    results = job.run(fault=(1, "first-jit", "slow"))  # from the step before: the local work is short
+    # Slowed from the step before the local work (which is short) to its first collective; at a tenth of its
+    # speed a compile takes seconds, hence the longer step deadline.
+    job = DeepJob(tmp_path, standin_library, 2, step_timeout=20)
+    results = job.run(fault=(1, "first-jit", "slow"))
     report = report_of(results)
     found = by_id(report)
     assert "cluster-process-slow" in found, report["local_work_gflops"]
