@@ -128,8 +128,8 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
                 catalog.mismatch(
                     "cluster-collective-hung",
                     "error",
-                    f"{name} did not finish within {step_timeout:g} s: {processes_phrase(list(processes))} on "
-                    f"{hosts_phrase(hosts)} never reported it (stopped, killed or hung){waited}"
+                    f"{name} did not finish: {processes_phrase(list(processes))} on {hosts_phrase(hosts)} never "
+                    f"reported it (stopped, killed or hung){waited}"
                     if silent
                     else f"{name} did not finish within {step_timeout:g} s in {processes_phrase(list(processes))}",
                     "look at the processes named first (their host's dmesg, the job's log of that rank); raise "
@@ -205,6 +205,43 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
     group_of = {g: m for step in steps for g, m in step.get("groups", {}).items()}
     findings.extend(_slow_links(figures, group_of, host_of, concerns))
     return DeepResult(tuple(figures), tuple(findings), rates)
+
+
+def read_lost(
+    steps: list[dict[str, Any]],
+    count: int,
+    host_of: Mapping[int, str],
+    step_timeout: float,
+    dead: tuple[int, ...],
+    evidence: str,
+) -> DeepResult:
+    """Process 0's courier ended by jaxlib (the service declared `dead` silent) with the steps it had seen (each
+    with the outcomes published so far): the steps every process finished, read as usual, then where the dead
+    processes stopped (the first step not every process reported). `dead` empty: no finding of this kind."""
+    complete = []
+    for step in steps:
+        if len(step.get("outcomes", {})) < count:
+            break
+        complete.append(step)
+    result = read_steps(complete, count, host_of, step_timeout)
+    if not dead:
+        return result
+    where = str(steps[len(complete)]["name"]) if len(complete) < len(steps) else "the report"
+    processes = tuple(sorted(set(dead)))
+    hosts = tuple(sorted({host_of.get(p, "unknown host") for p in processes}))
+    finding = catalog.mismatch(
+        "cluster-collective-hung",
+        "error",
+        f"{where} did not finish: {processes_phrase(list(processes))} on {hosts_phrase(hosts)} stopped answering "
+        f"jax's coordination service, which declared {'it' if len(processes) == 1 else 'them'} dead (stopped, "
+        "killed, or the host is gone)",
+        "look at the processes named first (their host's dmesg, the job's log of that rank, the launcher's exit "
+        "status); the others ended because jax ends every process of a job where one is declared dead",
+        processes,
+        hosts,
+        (evidence,),
+    )
+    return result._replace(findings=(*result.findings, finding))
 
 
 def _slow_links(

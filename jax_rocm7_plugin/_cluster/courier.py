@@ -7,8 +7,12 @@ is a SIGSEGV, and jax.distributed.initialize aborts every process when a peer ne
 death is read by the parent, which says what happened in one sentence.
 
 It uses jax's own cluster detection (`ClusterEnv.auto_detect_unset_distributed_params`, what
-`jax.distributed.initialize()` calls) and jaxlib's service and client (what initialize builds),
-with a heartbeat callback that reports instead of aborting.
+`jax.distributed.initialize()` calls) and jaxlib's service and client (what initialize builds).
+Where the service declares a task dead (no heartbeat for `heartbeat_seconds`), every client ends its
+process with that verdict in its log (jaxlib's own fatal handler: a Python callback in its place
+dies of std::bad_cast in jaxlib 0.10.2 before saying anything); the parent reads the log
+(`failures.service_loss`). The heartbeat outlasts the preflight's own deadline, so only `--deep`'s
+longer run meets it.
 
 Protocol: JSON lines. Parent -> courier: the job, then {"go": true} or {"stop": ...}, the record,
 and on process 0 the verdict. Courier -> parent: events `detected`, `joined`, `records` (process 0)
@@ -29,6 +33,7 @@ from jax_rocm7_plugin._job.store import read_published, wait_ms
 
 PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
+HEARTBEAT_MARGIN_SECONDS = 30
 # What each launcher's module in jax reads: named when their values do not parse.
 LAUNCHER_VARIABLES: dict[str, tuple[str, ...]] = {
     "slurm": ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
@@ -105,7 +110,13 @@ def detect(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def join(found: dict[str, Any], deadline: float, join_seconds: int) -> tuple[Any, Any]:
+def heartbeat_seconds(timeout: float) -> int:
+    """jax's failure detection for the courier's client: a task silent this long is declared dead. Longer than
+    the preflight's whole --timeout (so its own deadlines name who is missing, with the records so far)."""
+    return int(timeout) + HEARTBEAT_MARGIN_SECONDS
+
+
+def join(found: dict[str, Any], job: dict[str, Any], join_seconds: int) -> tuple[Any, Any]:
     """Process 0 starts the service; every process connects. The service (None but on process 0) and the
     client, both kept alive by the caller until os._exit."""
     try:
@@ -114,8 +125,7 @@ def join(found: dict[str, Any], deadline: float, join_seconds: int) -> tuple[Any
         from jax._src.lib import xla_extension as xla  # type: ignore[no-redef]
 
     coordinator, process_id = found["coordinator"], found["process_id"]
-    # Heartbeats must not end the run before our own deadline does.
-    heartbeat = int(deadline - time.time()) + 30
+    heartbeat = heartbeat_seconds(job["timeout"])
     service = None
     if process_id == 0:
         port = coordinator.rsplit(":", 1)[1]
@@ -128,15 +138,11 @@ def join(found: dict[str, Any], deadline: float, join_seconds: int) -> tuple[Any
             shutdown_timeout=5,
         )
 
-    def missed_heartbeat(*details: Any) -> None:
-        emit("heartbeat", message=" ".join(str(d) for d in details)[:2000])
-
     client = xla.get_distributed_runtime_client(
         coordinator,
         process_id,
         init_timeout=join_seconds,
         heartbeat_timeout=heartbeat,
-        missed_heartbeat_callback=missed_heartbeat,
         shutdown_on_destruction=False,
         use_compression=True,
     )
@@ -166,7 +172,7 @@ def main() -> None:
         os._exit(0)
     # The exchange after joining needs a few seconds: the join may use the rest.
     join_seconds = max(1, int(deadline - time.time() - float(job["reserve"])))
-    _service, client = join(found, deadline, join_seconds)  # the service lives in process 0 until os._exit
+    _service, client = join(found, job, join_seconds)  # the service lives in process 0 until os._exit
     emit("joined")
     process_id, count = found["process_id"], found["num_processes"]
     record = read_message()["record"]

@@ -13,6 +13,11 @@ collective path); process 0's courier gathers them and hands them to its parent,
 Every step has a deadline: a watchdog thread publishes a timeout for the step this process is stuck in,
 sets `jax_rocm7/cluster/deep/abort` so the others stop too, and ends the courier (process 0's first gathers
 what the others said). A process stopped or killed mid-step is the one that never reports that step.
+
+Process 0's courier also hands its parent every outcome as it is published (`deep-plan`, `deep-seen`: a listing
+of the step keys twice a second), so that the parent keeps what the job said if jaxlib ends this courier
+(its coordination client aborts the process when the service declares a task dead): the parent names that task
+from the client's log and reports the steps seen until then.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ GATHER_GRACE_SECONDS = 5.0
 LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
 LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
 VERDICT_WAIT_SECONDS = 30  # process 0's parent writes the report in this time; its courier waits as long for acks
+WATCH_SECONDS = 0.5  # process 0's courier lists the published outcomes this often for its parent
 Emit = Callable[..., None]
 Receive = Callable[[], dict[str, Any]]
 
@@ -103,6 +109,7 @@ class _Deep:
         self.current = 0
         self.lock = threading.Lock()
         self.finished = False
+        self.watching = threading.Event()  # set: the watcher stops (process 0's final gathering has begun)
 
     def publish(self, index: int, outcome: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):  # the service is gone: process 0 names this process as silent
@@ -136,14 +143,17 @@ class _Deep:
         does not come). `stuck`: called by the watchdog, with the main thread in a collective."""
         self.emit("deep-report")  # the parent's next deadline: this wait's, not a step's
         if self.process_id != 0:
-            code = 1
+            code, why = 1, "this process was stuck in a step; process 0 reports the job"
             if not stuck:
-                with contextlib.suppress(Exception):  # not in time: this process cannot know, and says problems
-                    wait = wait_ms(report_seconds(self.step_timeout))
-                    code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
+                wait = wait_ms(report_seconds(self.step_timeout))
+                try:
+                    code, why = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait)), ""
+                except Exception as error:  # noqa: BLE001 - not in time: this process cannot know, says problems
+                    first = (str(error).strip().splitlines() or [""])[0][:200]
+                    why = f"process 0 gave no exit code within {wait / 1000:g} s (it is stopped or gone: {first})"
             # The parent first, then the ack: the ack lets process 0 end, and with it the service, whose end
             # jaxlib's client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
-            self.emit("deep-done", code=code)
+            self.emit("deep-done", code=code, why=why)
             if not stuck:
                 with contextlib.suppress(Exception):
                     self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
@@ -168,6 +178,7 @@ class _Deep:
         # others' watchdogs fire a step timeout after each started the step, and one may have started it later
         # than this process (compiling under load). Wait that long before calling anyone silent; a healthy job
         # has reported everything by now, and its reads return at once.
+        self.watching.set()
         behind = sum(1 for step in self.steps[:steps] if "groups" in step) + (1 if stuck else 0)
         until = time.time() + GATHER_GRACE_SECONDS + behind * self.step_timeout  # at most gathering_seconds()
         gathered = []
@@ -181,7 +192,33 @@ class _Deep:
         # watchdog has ended it; a stopped or killed one never reported it).
         return {int(p) for p, outcome in last.items() if not outcome.get("timeout")} - {0}
 
+    def watch(self) -> None:
+        """Process 0: every step outcome the job publishes, to the parent as it comes (`deep-seen`), until the
+        final gathering; the plan again whenever the steps grow (the group steps come with the hosts)."""
+        seen: set[str] = set()
+        planned = 0
+        while not self.watching.wait(WATCH_SECONDS):
+            if len(self.steps) != planned:
+                planned = len(self.steps)
+                self.emit("deep-plan", steps=self.steps[:planned])
+            try:
+                listing = self.client.key_value_dir_get(PREFIX)
+            except Exception:  # noqa: BLE001 - the service is gone: the parent reads the client's log
+                return
+            fresh: dict[str, dict[str, Any]] = {}
+            for key, text in listing:
+                index, _, process = key.removeprefix(f"{PREFIX}/").partition("/")
+                if key in seen or not (index.isdigit() and process.isdigit()):
+                    continue
+                seen.add(key)
+                with contextlib.suppress(ValueError):
+                    fresh.setdefault(index, {})[process] = json.loads(text)
+            if fresh and not self.watching.is_set():
+                self.emit("deep-seen", outcomes=fresh)
+
     def run(self) -> None:
+        if self.process_id == 0:
+            threading.Thread(target=self.watch, name="rocm-deep-watch", daemon=True).start()
         for index, step in enumerate(self.steps):
             if index > 0 and self.aborted():
                 # Said, so that process 0 does not take this process for one that never came to the step.
@@ -205,8 +242,11 @@ class _Deep:
                 watchdog.join()
                 return
             self.publish(index, outcome)
-            if not outcome["ok"] and step["name"] in ("backend", "first-jit"):
-                self.abort()  # nothing later can run without a working backend
+            broken = "op" in step and "groups" not in step and not outcome["ok"] and not outcome.get("wrong")
+            if not outcome["ok"] and (step["name"] in ("backend", "first-jit") or broken):
+                # Nothing later can run without a working backend; a collective of the whole job that raised
+                # (gloo's own deadline where a peer stopped) leaves its communicator broken: later ones only fail.
+                self.abort()
                 self.report(index + 1)
                 return
         with self.lock:

@@ -13,12 +13,23 @@ from collections.abc import Sequence
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
+from jax_rocm7_plugin._record import NamedTuple
 
 _REACHED = re.compile(r"# of tasks that reached the barrier: (\d+)/(\d+)")
 # After "timed out task names:", one task a line: "3", or "/job:jax_worker/replica:0/task:3".
 _TIMED_OUT = re.compile(r"timed out task names:[ \t]*\n((?:[ \t]*(?:/job:\S*/task:)?\d+[ \t]*\n)+)")
 _TASK = re.compile(r"(\d+)[ \t]*$", re.M)
 _LAST_ERROR = re.compile(r"^[EF]\d{4} [\d:.]+\s+\d+ \S+\] (.*)$", re.M)
+# jaxlib's coordination service, when a task stops heartbeating (jax 0.10.2 and 0.12.0 alike): "UNAVAILABLE: The
+# following tasks are unhealthy (stopped sending heartbeats):" then one task a line ("2" or ".../task:2"). Every
+# client polls that error and its process ends ("Terminating process because the JAX distributed service
+# detected fatal errors ... absl::Status: ..."), process 0's service logs it first.
+_UNHEALTHY = re.compile(
+    r"tasks are unhealthy \(stopped sending heartbeats\):[ \t]*\n((?:[ \t]*(?:/job:\S*/task:)?\d+[ \t]*\n?)+)"
+)
+# A client whose own heartbeats to the service fail: the service (in process 0's courier) is frozen or gone.
+_SERVICE_UNREACHABLE = re.compile(r"RPC: /\S*CoordinationService/Heartbeat")
+_FATAL = "the JAX distributed service detected fatal errors"
 START_MISSING = (
     "start the missing processes (the launcher's log names why they did not start: a failed node, a pod that "
     "was not scheduled, a crash before this command ran), or raise --timeout when processes start slowly"
@@ -40,6 +51,27 @@ def last_error_line(log: str) -> str | None:
     """The last error jaxlib logged (glog's E/F lines), for evidence."""
     found = _LAST_ERROR.findall(log)
     return found[-1].strip()[:300] if found else None
+
+
+class ServiceLoss(NamedTuple):
+    """Why jax's coordination client ended its process, as its log says: the tasks the service declared dead
+    (stopped heartbeating), or the service itself unreachable (process 0 frozen or gone)."""
+
+    dead: tuple[int, ...]  # process ids the service declared dead; () when it named none
+    coordinator_lost: bool  # this client's heartbeats to the service failed
+    line: str  # the log's own words, for evidence
+
+
+def service_loss(log: str) -> ServiceLoss | None:
+    """What jax's failure detection decided, where a courier's log shows it ended the process; None otherwise."""
+    unhealthy = _UNHEALTHY.findall(log)
+    if unhealthy:
+        dead = tuple(sorted({int(t) for t in _TASK.findall(unhealthy[-1])}))
+        tasks = f"task{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}"
+        return ServiceLoss(dead, False, f"jax's coordination service: {tasks} stopped sending heartbeats")
+    if _SERVICE_UNREACHABLE.search(log) and _FATAL in log:
+        return ServiceLoss((), True, last_error_line(log) or "heartbeats to the coordination service failed")
+    return None
 
 
 def _hosts_of(missing: Sequence[int], launcher_hosts: dict[int, str] | None) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, dea
 from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
+from jax_rocm7_plugin._job.phrases import processes_phrase
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
@@ -51,6 +52,15 @@ class Options(NamedTuple):
     step_timeout: float = DEFAULT_STEP_TIMEOUT
 
 
+class _Seen:
+    """--deep, in the parent: the step the courier is in, and (process 0) the plan and every outcome seen so far."""
+
+    def __init__(self) -> None:
+        self.step = "the backend"
+        self.plan: list[dict[str, Any]] = []
+        self.outcomes: dict[int, dict[str, Any]] = {}
+
+
 class _Run:
     """One process's preflight: the courier, the doctor's record, and what to say at the end."""
 
@@ -65,6 +75,7 @@ class _Run:
         self.host = "this host"
         self.join_missing: tuple[int, ...] = ()  # process 0: who the coordinator saw never join
         self.join_count: int | None = None  # process 0: how many it saw join, where joining failed
+        self.seen = _Seen()  # --deep: what the courier said of the steps so far
 
     # --- output -------------------------------------------------------------------------------
 
@@ -133,6 +144,7 @@ class _Run:
         link.send(
             {
                 "deadline": self.deadline,
+                "timeout": options.timeout,
                 "reserve": reserve,
                 "detect_timeout": int(options.timeout),
                 "coordinator": options.coordinator,
@@ -199,33 +211,51 @@ class _Run:
     def _deep_progress(self, link: CourierLink, last: str) -> dict[str, Any]:
         """The courier's events until `last` (or an error), each step said with --verbose. Besides the whole run's
         deadline, each phase has its own: a step ends by its deadline (the courier's watchdog), where process 0
-        then gathers; the report's wait is bounded too. A courier silent for longer is stopped or hung."""
+        then gathers; the report's wait is bounded too. A courier silent for longer is stopped or hung. What
+        process 0's courier hands on as it comes (the plan, the outcomes) is kept in `self.seen`."""
         from jax_rocm7_plugin._cluster.deep import gathering_seconds, report_seconds
 
         timeout = self.options.step_timeout
         deadline = self._deep_deadline()
         phase_ends = deadline
+        wanted = (last, "deep-step", "deep-report", "deep-plan", "deep-seen")
         while True:
-            event = link.wait_for((last, "deep-step", "deep-report"), min(deadline, phase_ends))
-            if event["event"] == "deep-report":
+            event = link.wait_for(wanted, min(deadline, phase_ends))
+            kind = event["event"]
+            if kind == "deep-plan":
+                self.seen.plan = list(event["steps"])
+            elif kind == "deep-seen":
+                for index, outcomes in event["outcomes"].items():
+                    self.seen.outcomes.setdefault(int(index), {}).update(outcomes)
+            elif kind == "deep-report":
+                self.seen.step = "the report"
                 phase_ends = time.time() + report_seconds(timeout) + KILL_GRACE_SECONDS
-                continue
-            if event["event"] != "deep-step":
+            elif kind == "deep-step":
+                self.seen.step = str(event.get("name"))
+                phase_ends = time.time() + timeout + gathering_seconds(timeout) + KILL_GRACE_SECONDS
+                self.say(f"deep step {event.get('name')}")
+            else:
                 return event
-            phase_ends = time.time() + timeout + gathering_seconds(timeout) + KILL_GRACE_SECONDS
-            self.say(f"deep step {event.get('name')}")
 
     def _deep(self, link: CourierLink, host_of: Mapping[int, str]) -> tuple[Any, list[ClusterFinding]]:
-        """Process 0: the courier's gathering of the deep steps, read as figures and findings."""
-        from jax_rocm7_plugin._cluster.collectives import read_steps
+        """Process 0: the courier's gathering of the deep steps, read as figures and findings. Where jaxlib ended
+        the courier first (the service declared a process dead), the steps seen until then, and who died."""
+        from jax_rocm7_plugin._cluster.collectives import read_lost, read_steps
 
+        count, timeout = int(self.expected or 0), self.options.step_timeout
         try:
             event = self._deep_progress(link, "deep")
         except CourierGone as gone:
-            return None, [self._gone(link, gone, "the deep steps")]
+            steps = [{**step, "outcomes": self.seen.outcomes.get(i, {})} for i, step in enumerate(self.seen.plan)]
+            loss = failures.service_loss(link.stderr_text()) if gone.why == "exited" else None
+            if loss is not None and loss.dead:
+                result = read_lost(steps, count, host_of, timeout, loss.dead, loss.line)
+                return result, list(result.findings)
+            result = read_lost(steps, count, host_of, timeout, (), "")
+            return result, [*result.findings, self._gone(link, gone, f"the deep steps ({self.seen.step})")]
         if event["event"] == "error":
             return None, [self._courier_error(link, event)]
-        result = read_steps(list(event["steps"]), int(self.expected or 0), host_of, self.options.step_timeout)
+        result = read_steps(list(event["steps"]), count, host_of, timeout)
         return result, list(result.findings)
 
     def _doctor(self) -> tuple[Any, Any] | BaseException:
@@ -371,11 +401,10 @@ class _Run:
             try:
                 done = self._deep_progress(link, "deep-done")
                 code = int(done.get("code", EXIT_PROBLEMS)) if done["event"] == "deep-done" else EXIT_PROBLEMS
+                if done.get("why"):
+                    self.err.write(f"cluster preflight, process {self.process_id}: {done['why']}\n")
             except CourierGone as gone:
-                self.err.write(
-                    f"cluster preflight, process {self.process_id}: the deep steps' courier "
-                    f"{'ran past its deadline' if gone.why == 'deadline' else death_description(gone.returncode)}\n"
-                )
+                self.err.write(f"cluster preflight, process {self.process_id}: {self._deep_loss(link, gone)}\n")
                 code = EXIT_PROBLEMS
             link.close(time.time() + KILL_GRACE_SECONDS)
             return code if code in (0, 1, 2) else EXIT_PROBLEMS
@@ -384,6 +413,24 @@ class _Run:
         return code if code in (0, 1, 2) else EXIT_PROBLEMS
 
     # --- failures -----------------------------------------------------------------------------
+
+    def _deep_loss(self, link: CourierLink, gone: CourierGone) -> str:
+        """A process other than 0 whose deep courier ended early: who jax's failure detection blamed, if it did."""
+        step = self.seen.step
+        if gone.why == "deadline":
+            return f"the deep steps' courier ran past its deadline in {step} (it is stopped or hung)"
+        loss = failures.service_loss(link.stderr_text())
+        if loss is not None and loss.dead:
+            return (
+                f"jax's coordination service declared {processes_phrase(list(loss.dead))} dead during "
+                f"{step}, and jax ended this process's client; process 0 reports the job"
+            )
+        if loss is not None and loss.coordinator_lost:
+            return (
+                f"process 0 (the coordinator at {self.coordinator}, which holds jax's coordination service) stopped "
+                f"answering during {step}: it is stopped, killed, or its host is gone; no report will come from it"
+            )
+        return f"the deep steps' courier {death_description(gone.returncode)} during {step}"
 
     def _pid(self) -> int:
         return int(self.process_id or 0)
