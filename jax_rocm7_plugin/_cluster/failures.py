@@ -50,6 +50,8 @@ def coordinator_view(service_log: str) -> tuple[int | None, int | None, tuple[in
 def last_error_line(log: str) -> str | None:
     """The last error jaxlib logged (glog's E/F lines), for evidence."""
     found = _LAST_ERROR.findall(log)
+    # jaxlib's fatal handler repeats an earlier error behind a paragraph of its own: the earlier line says it.
+    found = [line for line in found if not line.startswith("Terminating process because")] or found
     return found[-1].strip()[:300] if found else None
 
 
@@ -62,6 +64,12 @@ class ServiceLoss(NamedTuple):
     line: str  # the log's own words, for evidence
 
 
+def ended_by_jax(log: str) -> bool:
+    """Whether jaxlib's fatal handler ended the courier for a failure of the job it reports (a join that timed
+    out, a task declared dead), not a crash of its own."""
+    return _FATAL in log
+
+
 def service_loss(log: str) -> ServiceLoss | None:
     """What jax's failure detection decided, where a courier's log shows it ended the process; None otherwise."""
     unhealthy = _UNHEALTHY.findall(log)
@@ -69,7 +77,7 @@ def service_loss(log: str) -> ServiceLoss | None:
         dead = tuple(sorted({int(t) for t in _TASK.findall(unhealthy[-1])}))
         tasks = f"task{'s' if len(dead) > 1 else ''} {', '.join(map(str, dead))}"
         return ServiceLoss(dead, False, f"jax's coordination service: {tasks} stopped sending heartbeats")
-    if _SERVICE_UNREACHABLE.search(log) and _FATAL in log:
+    if _SERVICE_UNREACHABLE.search(log) and ended_by_jax(log):
         return ServiceLoss((), True, last_error_line(log) or "heartbeats to the coordination service failed")
     return None
 

@@ -477,7 +477,10 @@ class _Run:
         port = address.rpartition(":")[2]
         if "Failed to add port" in log:
             return failures.port_in_use(port, self.host, tuple(filter(None, (failures.last_error_line(log),))))
-        if isinstance(cause, CourierGone) and cause.why == "exited" and (cause.returncode or 0) < 0:
+        # jaxlib ends a client whose join timed out (the registration barrier) with its fatal handler: that is the
+        # join's failure, told below; any other death while joining is the client's own.
+        died = isinstance(cause, CourierGone) and cause.why == "exited" and (cause.returncode or 0) < 0
+        if died and not failures.ended_by_jax(log):
             return failures.courier_died(
                 death_description(cause.returncode), "joining", log, self.process_id, self.host
             )
