@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         cut = arguments.index("--")
         arguments, command = arguments[:cut], tuple(arguments[cut + 1 :])
     args = parser.parse_args(arguments)
+    if args.command in ("cluster", "report"):  # long runs with children: Ctrl-C and SIGTERM end them, cleanly
+        from jax_rocm7_plugin._interrupt import catch_interrupts
+
+        catch_interrupts()
     if args.command == "cluster":
         return _cluster(args)
     if args.command == "report":

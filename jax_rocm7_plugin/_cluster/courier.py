@@ -34,6 +34,7 @@ from jax_rocm7_plugin._job.store import read_published, wait_ms
 PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
 HEARTBEAT_MARGIN_SECONDS = 30
+PARENT_VARIABLE = "JAX_ROCM_COURIER_PARENT"  # the parent's pid, so a courier started after its parent died ends
 # What each launcher's module in jax reads: named when their values do not parse.
 LAUNCHER_VARIABLES: dict[str, tuple[str, ...]] = {
     "slurm": ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
@@ -159,7 +160,20 @@ def gather(client: Any, count: int, deadline: float) -> tuple[dict[int, str], li
     return records, [p for p in range(count) if p not in records]
 
 
+def die_with_parent() -> None:
+    """The courier never outlives its parent (killed by a launcher, interrupted before it could end us): the
+    kernel sends SIGKILL when the parent goes (prctl PR_SET_PDEATHSIG), and a parent gone already ends it now."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != int(os.environ.get(PARENT_VARIABLE, os.getppid())):
+        os._exit(4)
+
+
 def main() -> None:
+    die_with_parent()
     job = read_message()
     deadline = float(job["deadline"])
     try:

@@ -41,7 +41,7 @@ class CourierLink:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=environ,
+            env={**environ, "JAX_ROCM_COURIER_PARENT": str(os.getpid())},  # courier.PARENT_VARIABLE
             cwd=os.getcwd(),
         )
         self._stderr: collections.deque[bytes] = collections.deque()

@@ -541,6 +541,12 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
     preflight = _Run(options, environ, out, err)
     try:
         return preflight.run()
+    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the courier is ended already (_Run.run)
+        from jax_rocm7_plugin._interrupt import exit_code
+
+        who = f"process {preflight.process_id}" if preflight.process_id is not None else "cluster"
+        err.write(f"cluster preflight, {who}: interrupted ({interrupt}); its courier was ended, no report\n")
+        return exit_code(interrupt)
     except Exception as error:  # noqa: BLE001 - one finding, never a traceback
         return preflight.finish([catalog.internal_error(error, preflight.host)])
 

@@ -55,18 +55,23 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
     except UsageProblem as problem:
         err.write(f"report: error: {problem}\n")
         return 2
+    published = False
     try:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="jax-rocm-report-") as work:
             files, manifest, redactor = collect(options, dict(environ), Path(work), err)
             _write_archive(partial, destination.name.removesuffix(".tar.gz"), files, manifest, redactor)
         _publish(partial, destination, force=options.force)
+        published = True
     except UsageProblem as problem:
         err.write(f"report: error: {problem}\n")
         return 2
-    except KeyboardInterrupt:  # the command (if any) and its process group are gone already
-        err.write(f"report: interrupted; nothing was written to {destination}\n")
-        return 130
+    except KeyboardInterrupt as interrupt:  # the command (if any) and its process group are gone already
+        from jax_rocm7_plugin._interrupt import exit_code
+
+        if not published:  # interrupted after the rename: the bundle is whole, and said below
+            err.write(f"report: interrupted; nothing was written to {destination}\n")
+            return exit_code(interrupt)
     finally:
         partial.unlink(missing_ok=True)
     size = destination.stat().st_size

@@ -188,23 +188,81 @@ def test_a_machine_without_a_gpu_still_gets_a_bundle(tmp_path: Path) -> None:
     assert "command/outcome.json" not in members
 
 
-def test_ctrl_c_while_the_command_runs_leaves_nothing_behind(tmp_path: Path) -> None:
+def _deaf_parent(inherited: str) -> object:
+    """What a careless parent leaves a child across exec: SIGINT/SIGTERM ignored or blocked (a background job of a
+    non-interactive shell ignores SIGINT)."""
+    import signal
+
+    def prepare() -> None:
+        if inherited == "ignored":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        elif inherited == "blocked":
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+    return prepare
+
+
+def _why_still_running(pid: int) -> str:
+    """The signal state and the Python stacks of a report that did not end (faulthandler, on SIGABRT)."""
+    import signal
+
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "(it ended meanwhile)"
+    wanted = [line for line in status.splitlines() if line.startswith(("State", "SigBlk", "SigIgn", "SigCgt"))]
+    os.kill(pid, signal.SIGABRT)  # PYTHONFAULTHANDLER=1: every thread's stack on stderr
+    return "; ".join(wanted)
+
+
+@pytest.mark.parametrize(
+    ("signum", "inherited"),
+    [("SIGINT", "default"), ("SIGTERM", "default"), ("SIGINT", "ignored"), ("SIGINT", "blocked")],
+)
+def test_ctrl_c_while_the_command_runs_leaves_nothing_behind(tmp_path: Path, signum: str, inherited: str) -> None:
     import signal
     import time
 
-    out, started = tmp_path / "out", tmp_path / "started"
+    out, started, pid_file = tmp_path / "out", tmp_path / "started", tmp_path / "pid"
     out.mkdir()
-    program = f"import time; open({str(started)!r}, 'w').close(); time.sleep(60)"
-    environ = {**os.environ, "PYTHONPATH": str(REPO), "JAX_ROCM_SYSROOT": str(tmp_path)}
+    # The command starts a grandchild of its own: the whole process group must go with it.
+    program = (
+        f"import os, subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', 'import time; "
+        f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(child.pid)); "
+        f"open({str(started)!r}, 'w').close(); time.sleep(60)"
+    )
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_ROCM_SYSROOT": str(tmp_path),
+        "PYTHONFAULTHANDLER": "1",
+    }
     command = [sys.executable, "-m", "jax_rocm7_plugin", "report", "--output", "r.tar.gz", "--"]
     process = subprocess.Popen(
-        [*command, sys.executable, "-c", program], env=environ, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*command, sys.executable, "-c", program],
+        env=environ,
+        cwd=out,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_deaf_parent(inherited),  # noqa: PLW1509 - the test's own child, no threads involved
     )
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert started.exists(), "the command never started"
-    process.send_signal(signal.SIGINT)  # Ctrl-C reaches the report (the command runs in its own session)
-    _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130 and b"interrupted; nothing was written" in stderr, stderr
+    sent = time.monotonic()
+    process.send_signal(getattr(signal, signum))  # the report alone (the command runs in its own session)
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        state = _why_still_running(process.pid)
+        _, stderr = process.communicate(timeout=30)
+        pytest.fail(f"report had not ended 30 s after {signum} ({state}); its stderr: {stderr.decode()[-6000:]}")
+    code = 128 + getattr(signal, signum)
+    assert process.returncode == code and b"interrupted; nothing was written" in stderr, stderr
     assert list(out.iterdir()) == []
+    grandchild = int(pid_file.read_text())
+    while time.monotonic() < sent + 10 and Path(f"/proc/{grandchild}").exists():
+        time.sleep(0.05)
+    assert not Path(f"/proc/{grandchild}").exists(), "the command's own child outlived the report"
