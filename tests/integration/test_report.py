@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,7 +189,7 @@ def test_a_machine_without_a_gpu_still_gets_a_bundle(tmp_path: Path) -> None:
     assert "command/outcome.json" not in members
 
 
-def _deaf_parent(inherited: str) -> object:
+def _deaf_parent(inherited: str) -> Callable[[], None]:
     """What a careless parent leaves a child across exec: SIGINT/SIGTERM ignored or blocked (a background job of a
     non-interactive shell ignores SIGINT)."""
     import signal
@@ -245,7 +246,7 @@ def test_ctrl_c_while_the_command_runs_leaves_nothing_behind(tmp_path: Path, sig
         cwd=out,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_deaf_parent(inherited),  # noqa: PLW1509 - the test's own child, no threads involved
+        preexec_fn=_deaf_parent(inherited),
     )
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline:
