@@ -16,7 +16,8 @@ longer run meets it.
 
 Protocol: JSON lines. Parent -> courier: the job, then {"go": true} or {"stop": ...}, the record,
 and on process 0 the verdict. Courier -> parent: events `detected`, `joined`, `records` (process 0)
-or `verdict` (the others), `done`, or `error` with the stage it failed in.
+or `verdict` then `final` (the others: the job's exit code, where a process never took the verdict),
+`done` (process 0: with the processes that never took it), or `error` with the stage it failed in.
 """
 
 from __future__ import annotations
@@ -204,13 +205,17 @@ def main() -> None:
             fail("verdict", f"{type(error).__name__}: {error}")
         # Stay until the others have read the verdict: the service lives in this process.
         until = min(deadline, time.time() + ACK_GRACE_SECONDS)
-        for process in records:
-            if process == 0:
-                continue
-            try:
-                client.blocking_key_value_get(f"{PREFIX}/ack/{process}", remaining_ms(until))
-            except Exception:  # noqa: BLE001 - a process that left without a word: nothing to wait for
-                continue
+        try:
+            acked = read_published(client, f"{PREFIX}/ack", [p for p in records if p != 0], until, time.time)
+        except Exception:  # noqa: BLE001 - the service is in this process; a listing that fails names nobody
+            acked = {p: "" for p in records}
+        unacked = sorted(p for p in records if p != 0 and p not in acked)
+        if not job.get("deep"):  # --deep ends with a code of its own
+            hand_final_code(client, int(verdict.get("code", 1)), unacked, acked)
+        emit("done", unacked=unacked)
+        if job.get("deep"):
+            run_deep(client, _service, found, job)
+        os._exit(0)
     else:
         try:
             verdict = json.loads(client.blocking_key_value_get(f"{PREFIX}/verdict", remaining_ms(deadline)))
@@ -219,15 +224,37 @@ def main() -> None:
         emit("verdict", verdict=verdict)
         with contextlib.suppress(Exception):  # process 0 may be gone already; the verdict is ours
             client.key_value_set(f"{PREFIX}/ack/{process_id}", "1")
+        if not job.get("deep"):
+            final = None
+            with contextlib.suppress(Exception):  # process 0 gone after the verdict: the verdict's code stands
+                final = int(client.blocking_key_value_get(f"{PREFIX}/final", wait_ms(2 * ACK_GRACE_SECONDS)))
+                client.key_value_set(f"{PREFIX}/final-ack/{process_id}", "1")
+            emit("final", code=final)
     emit("done")
-    if job.get("deep"):  # cluster --deep: the job's collectives, in this child (deep.py)
-        from jax_rocm7_plugin._cluster import deep
-
-        try:
-            deep.run(client, _service, found, job["deep"], emit, read_message)
-        except Exception as error:  # noqa: BLE001 - jax's distributed state or a release without shard_map
-            fail("deep", f"{type(error).__name__}: {error}")
+    if job.get("deep"):
+        run_deep(client, _service, found, job)
     os._exit(0)  # no destructors: the client's shutdown is a barrier of its own
+
+
+def hand_final_code(client: Any, code: int, unacked: list[int], acked: dict[int, str]) -> None:
+    """Process 0: the job's exit code, which process 0's report will have: the verdict's, or 1 where a process
+    never took the verdict (the report names it). The others exit with it; stay until they have read it."""
+    final = code if code != 0 or not unacked else 1
+    with contextlib.suppress(Exception):
+        client.key_value_set(f"{PREFIX}/final", str(final))
+        until = time.time() + ACK_GRACE_SECONDS
+        read_published(client, f"{PREFIX}/final-ack", sorted(acked), until, time.time)
+
+
+def run_deep(client: Any, service: Any, found: dict[str, Any], job: dict[str, Any]) -> None:
+    """cluster --deep: the job's collectives, in this child (deep.py); then this courier ends."""
+    from jax_rocm7_plugin._cluster import deep
+
+    try:
+        deep.run(client, service, found, job["deep"], emit, read_message)
+    except Exception as error:  # noqa: BLE001 - jax's distributed state or a release without shard_map
+        fail("deep", f"{type(error).__name__}: {error}")
+    os._exit(0)
 
 
 if __name__ == "__main__":

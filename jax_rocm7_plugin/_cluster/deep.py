@@ -38,7 +38,13 @@ GATHER_GRACE_SECONDS = 5.0
 LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
 LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
 VERDICT_WAIT_SECONDS = 30  # process 0's parent writes the report in this time; its courier waits as long for acks
+FINAL_ACK_SECONDS = 10  # process 0's courier waits this long for the others to take the final code
+PROBE_MS = 3000  # a live service answers a read of a present key in milliseconds, even under load
 WATCH_SECONDS = 0.5  # process 0's courier lists the published outcomes this often for its parent
+PROCESS_0_SILENT = (
+    "process 0 (which holds jax's coordination service) does not answer: it is stopped, killed or its host is gone, "
+    "and no report will come from it"
+)
 Emit = Callable[..., None]
 Receive = Callable[[], dict[str, Any]]
 
@@ -86,9 +92,9 @@ def gathering_seconds(step_timeout: float) -> float:
 
 
 def report_seconds(step_timeout: float) -> float:
-    """The longest a courier's report takes: process 0's gathering, then its parent's report of the job's code
-    (what the others wait for that code)."""
-    return gathering_seconds(step_timeout) + VERDICT_WAIT_SECONDS
+    """The longest a courier's report takes: process 0's gathering, its parent's report of the job's code (what
+    the others wait for that code), the others' acks of it, then the final code's."""
+    return gathering_seconds(step_timeout) + 2 * VERDICT_WAIT_SECONDS + FINAL_ACK_SECONDS
 
 
 def longest_run(sizes: list[int], step_timeout: float) -> float:
@@ -132,6 +138,10 @@ class _Deep:
             if self.finished or self.current != index:
                 return
             self.finished = True
+        if self.process_id != 0 and not self.service_answers():  # every write to a stopped service would hang
+            self.emit("deep-report")
+            self.emit("deep-done", code=1, why=PROCESS_0_SILENT)
+            os._exit(0)
         self.publish(index, {"ok": False, "timeout": True, "error": f"not done within {self.step_timeout:g} s"})
         self.abort()
         self.report(index + 1, stuck=True)
@@ -139,36 +149,61 @@ class _Deep:
 
     def report(self, steps: int, *, stuck: bool = False) -> None:
         """Process 0: every process's outcome of the first `steps` steps, to the parent, then the job's exit
-        code from the parent to the others; the others: that code (1 where this process is stuck or the code
-        does not come). `stuck`: called by the watchdog, with the main thread in a collective."""
+        code from the parent to the others, and a final code (1 where one of them never took it: process 0's
+        report names it); the others: that final code (1 where this process is stuck or no code comes).
+        `stuck`: called by the watchdog, with the main thread in a collective."""
         self.emit("deep-report")  # the parent's next deadline: this wait's, not a step's
         if self.process_id != 0:
-            code, why = 1, "this process was stuck in a step; process 0 reports the job"
-            if not stuck:
-                wait = wait_ms(report_seconds(self.step_timeout))
-                try:
-                    code, why = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait)), ""
-                except Exception as error:  # noqa: BLE001 - not in time: this process cannot know, says problems
-                    first = (str(error).strip().splitlines() or [""])[0][:200]
-                    why = f"process 0 gave no exit code within {wait / 1000:g} s (it is stopped or gone: {first})"
-            # The parent first, then the ack: the ack lets process 0 end, and with it the service, whose end
-            # jaxlib's client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
-            self.emit("deep-done", code=code, why=why)
-            if not stuck:
-                with contextlib.suppress(Exception):
-                    self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
+            self.take_code(stuck, steps)
             return
         listening = self.gather(steps, stuck=stuck)
         if stuck:
             return  # the others are stuck or gone too: each says problems
         code = int(self.receive().get("deep-verdict", 1))
-        with contextlib.suppress(Exception):
+        acked: dict[int, str] = {}
+        with contextlib.suppress(Exception):  # the service lives here: stay until they have read it
             self.client.key_value_set(f"{PREFIX}/verdict", str(code))
             until = time.time() + VERDICT_WAIT_SECONDS
-            for process in sorted(listening):  # the service lives here: stay until they have read it
+            acked = read_published(self.client, f"{PREFIX}/ack", sorted(listening), until, time.time)
+        unacked = sorted(p for p in listening if p not in acked)
+        with contextlib.suppress(Exception):
+            self.client.key_value_set(f"{PREFIX}/final", str(code if code != 0 or not unacked else 1))
+            until = time.time() + FINAL_ACK_SECONDS
+            read_published(self.client, f"{PREFIX}/final-ack", sorted(acked), until, time.time)
+        self.emit("deep-finished", unacked=unacked)
+
+    def take_code(self, stuck: bool, steps: int) -> None:
+        """A process other than 0: the job's final code from process 0, to the parent (with why, where none)."""
+        code, why = 1, ""
+        if not stuck:
+            wait = wait_ms(gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS)
+            try:
+                code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
                 with contextlib.suppress(Exception):
-                    self.client.blocking_key_value_get(f"{PREFIX}/ack/{process}", wait_ms(until - time.time()))
-        self.emit("deep-finished")
+                    self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
+                final_wait = wait_ms(VERDICT_WAIT_SECONDS + FINAL_ACK_SECONDS)
+                code = int(self.client.blocking_key_value_get(f"{PREFIX}/final", final_wait))
+            except Exception:  # noqa: BLE001 - not in time: this process cannot know, and says problems
+                code, why = 1, f"process 0 gave no exit code within {wait / 1000:g} s"
+        if code != 0 and not self.service_answers():
+            why = PROCESS_0_SILENT
+        elif stuck:
+            why = f"this process was stuck in {self.steps[steps - 1]['name']}; process 0 reports the job"
+        # The parent first, then the last ack: it lets process 0 end, and with it the service, whose end jaxlib's
+        # client may answer with SIGABRT (seen under mpirun, under load) before a later emit.
+        self.emit("deep-done", code=code, why=why)
+        if not stuck:
+            with contextlib.suppress(Exception):
+                self.client.key_value_set(f"{PREFIX}/final-ack/{self.process_id}", "1")
+
+    def service_answers(self) -> bool:
+        """Whether the coordination service (in process 0's courier) answers at all: a key this process published
+        long ago comes back at once from a live service; a stopped one lets the read run out."""
+        try:
+            self.client.blocking_key_value_get(f"{PREFIX}/here/{self.process_id}", PROBE_MS)
+        except Exception:  # noqa: BLE001 - DEADLINE_EXCEEDED or UNAVAILABLE: nobody there
+            return False
+        return True
 
     def gather(self, steps: int, *, stuck: bool = False) -> set[int]:
         """Every process's outcome of the first `steps` steps, to the parent; the processes that will wait for
@@ -217,6 +252,8 @@ class _Deep:
                 self.emit("deep-seen", outcomes=fresh)
 
     def run(self) -> None:
+        with contextlib.suppress(Exception):  # what service_answers() reads back
+            self.client.key_value_set(f"{PREFIX}/here/{self.process_id}", "1")
         if self.process_id == 0:
             threading.Thread(target=self.watch, name="rocm-deep-watch", daemon=True).start()
         for index, step in enumerate(self.steps):

@@ -17,17 +17,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from jax_rocm7_plugin._cluster import failures
+from jax_rocm7_plugin._cluster import courier, failures
 from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, death_description
 from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
-from jax_rocm7_plugin._job.phrases import processes_phrase
+from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_STEP_TIMEOUT = 60.0  # --deep: each step's deadline (the 256 MiB collectives over sockets take seconds)
-DEEP_VERDICT_SECONDS = 35.0  # process 0's courier hands the report's code to the others (deep.VERDICT_WAIT_SECONDS)
+# Process 0's courier hands the report's code to the others, then the final code (deep.VERDICT_WAIT_SECONDS and
+# deep.FINAL_ACK_SECONDS), and a little more for the answer.
+DEEP_VERDICT_SECONDS = 45.0
 RESOLVE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 2.0
 USAGE_FIX = (
@@ -229,6 +231,7 @@ class _Run:
                     self.seen.outcomes.setdefault(int(index), {}).update(outcomes)
             elif kind == "deep-report":
                 self.seen.step = "the report"
+                self.say("deep report")
                 phase_ends = time.time() + report_seconds(timeout) + KILL_GRACE_SECONDS
             elif kind == "deep-step":
                 self.seen.step = str(event.get("name"))
@@ -368,8 +371,13 @@ class _Run:
         hosts = tuple(sorted({r.host for r in records.values()}))
         report = self.report(findings, tuple(sorted(records)), missing, hosts)
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
-        with contextlib.suppress(CourierGone):  # the verdict is out; the others say if they could not read it
-            link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
+        try:  # the verdict is out; the others say if they could not read it
+            done = link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
+        except CourierGone:
+            done = {}
+        unread = [int(p) for p in done.get("unacked", ())]
+        if unread and not self.options.deep:  # --deep names them at the step they never reached
+            report = self._unread(report, unread, records, "the verdict", courier.ACK_GRACE_SECONDS)
         if self.options.deep:
             result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
             report = report._replace(
@@ -381,8 +389,29 @@ class _Run:
             )
             with contextlib.suppress(CourierGone, OSError):  # the others exit with the report's code too
                 link.send({"deep-verdict": report.exit_code})
-                link.wait_for(("deep-finished",), time.time() + DEEP_VERDICT_SECONDS)
+                finished = link.wait_for(("deep-finished",), time.time() + DEEP_VERDICT_SECONDS)
+                unread = [int(p) for p in finished.get("unacked", ())]
+                if unread:
+                    from jax_rocm7_plugin._cluster.deep import VERDICT_WAIT_SECONDS
+
+                    report = self._unread(report, unread, records, "the job's exit code", VERDICT_WAIT_SECONDS)
         return self.show(report)
+
+    def _unread(
+        self, report: ClusterReport, unread: list[int], records: Mapping[int, Any], what: str, seconds: float
+    ) -> ClusterReport:
+        """Process 0: processes that handed everything in but never took `what` (stopped or gone at the end)."""
+        hosts = tuple(sorted({records[p].host for p in unread if p in records}))
+        finding = catalog.incomplete(
+            f"{processes_phrase(unread)} on {hosts_phrase(hosts)} stopped answering at the end: "
+            f"{'it' if len(unread) == 1 else 'they'} never took {what} within {seconds:g} s (stopped, killed or "
+            "hung); the others exited with the code they took",
+            "look at the processes named (their host's dmesg, the job's log of that rank, the launcher's exit status)",
+            tuple(unread),
+            hosts,
+            (),
+        )
+        return report._replace(findings=(*report.findings, finding))
 
     def _await_verdict(self, link: CourierLink) -> int:
         try:
@@ -408,8 +437,12 @@ class _Run:
                 code = EXIT_PROBLEMS
             link.close(time.time() + KILL_GRACE_SECONDS)
             return code if code in (0, 1, 2) else EXIT_PROBLEMS
-        link.close(time.time() + KILL_GRACE_SECONDS)
         code = verdict.get("code")
+        with contextlib.suppress(CourierGone):  # process 0's final code: 1 where a process never took the verdict
+            final = link.wait_for(("final",), self.deadline + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
+            if final.get("code") is not None:
+                code = final["code"]
+        link.close(time.time() + KILL_GRACE_SECONDS)
         return code if code in (0, 1, 2) else EXIT_PROBLEMS
 
     # --- failures -----------------------------------------------------------------------------

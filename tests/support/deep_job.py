@@ -1,5 +1,7 @@
-"""A job of `cluster --deep --platform cpu` processes, with a real fault done to one process's courier (test
-fixture, never shipped): SIGSTOP (a hang), SIGKILL, or a SIGSTOP/SIGCONT duty cycle (a slow process)."""
+"""A job of `cluster --deep --platform cpu` processes (or the plain preflight), with a real fault done to one
+process (test fixture, never shipped): SIGSTOP (a hang), SIGKILL, or a SIGSTOP/SIGCONT duty cycle (a slow
+process), to its courier alone or to the whole process (the command and its courier: a frozen or lost node),
+at the moment that process's --verbose output names (a phase: joining, joined, a deep step, the report)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tests.support.cluster import DEFAULT_INTERFACES, free_port, gpus_with_ids, host_sysroot, routable_address
 from tests.support.environment import REPO
@@ -21,6 +23,23 @@ from tests.support.snippets import clean_env
 SIZES = "8,4K,1M"
 STEP_TIMEOUT = 5.0
 LIMIT = 150.0
+
+
+class Fault(NamedTuple):
+    """What is done to one process, and when: as soon as a line of its --verbose output contains `at`."""
+
+    process: int
+    at: str  # "joining", "joined", "deep step all-reduce/8", "deep report" ...
+    action: str  # stop | kill | slow | interrupt (SIGINT to the whole process: Ctrl-C)
+    whole: bool = False  # the command and its courier (a node frozen or lost); else the courier alone
+
+    @classmethod
+    def of(cls, fault: Fault | tuple[int, str, str]) -> Fault:
+        """(process, step name prefix, action): the courier, at that deep step (the older form)."""
+        if isinstance(fault, Fault):
+            return fault
+        process, step, action = fault
+        return cls(process, f"deep step {step}", action)
 
 
 class DeepJob:
@@ -38,20 +57,25 @@ class DeepJob:
         lab: NetLab | None = None,
         step_timeout: float = STEP_TIMEOUT,
         platform: str = "cpu",
+        deep: bool = True,
+        timeout: float = 60.0,
     ) -> None:
         """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
         self.per_host, self.lab, self.step_timeout, self.platform = per_host, lab, step_timeout, platform
+        self.deep, self.timeout = deep, timeout
         self.pythonpath = str(REPO) if pythonpath is None and python == Path(sys.executable) else pythonpath
         self.stderr: list[list[str]] = [[] for _ in range(count)]
         self.faulted_at: float | None = None
+        self.couriers: list[int] = []  # the faulted process's courier(s) at the fault
         self._eased = threading.Event()  # a slowed process's duty cycle ends when this is set
 
     def run(
-        self, fault: tuple[int, str, str] | None = None, sizes: str | None = SIZES, limit: float = LIMIT
+        self, fault: Fault | tuple[int, str, str] | None = None, sizes: str | None = SIZES, limit: float = LIMIT
     ) -> list[tuple[int | None, str, float]]:
-        """(exit status, stdout, seconds) per process. `fault`: (process, step name prefix, stop|kill|slow);
-        `sizes` None: the command's default sizes; `limit`: seconds until every process is killed."""
+        """(exit status, stdout, seconds since the job started) per process; a process still running at `limit`
+        (the one stopped whole, say) is killed there and gets None. `sizes` None: the command's default sizes."""
+        self.fault = Fault.of(fault) if fault is not None else None
         port = free_port()  # free here; a lab's namespaces have every port free
         address = f"{self.lab.address(0) if self.lab else routable_address()}:{port}"
         self.started = time.monotonic()
@@ -69,57 +93,109 @@ class DeepJob:
             argv = [str(self.python), "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
             argv += ["--num-processes", str(self.count), "--process-id", str(pid)]
             argv += ["--local-device-ids", str(pid % self.per_host)]
-            argv += ["--deep", "--platform", self.platform, "--step-timeout", str(self.step_timeout)]
-            argv += ["--sizes", sizes] if sizes else []
-            argv += ["--json", "--verbose", "--timeout", "60"]
+            if self.deep:
+                argv += ["--deep", "--platform", self.platform, "--step-timeout", str(self.step_timeout)]
+                argv += ["--sizes", sizes] if sizes else []
+            argv += ["--json", "--verbose", "--timeout", f"{self.timeout:g}"]
             if self.lab is not None:
                 argv = self.lab.command(host, argv)
             processes.append(
-                subprocess.Popen(argv, env=env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                subprocess.Popen(
+                    argv,
+                    env=env,
+                    cwd=self.tmp,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,  # its own process group: a whole-process fault reaches its courier
+                )
             )
         done = threading.Event()
-        readers = [
-            threading.Thread(target=self._read, args=(pid, process, fault, done), daemon=True)
+        outputs: list[list[str]] = [[] for _ in processes]
+        threads = [
+            threading.Thread(target=self._read, args=(pid, process, done), daemon=True)
             for pid, process in enumerate(processes)
         ]
-        for reader in readers:
-            reader.start()
-        started = time.monotonic()
-        results = []
+        threads += [
+            threading.Thread(target=_collect, args=(process, outputs[pid]), daemon=True)
+            for pid, process in enumerate(processes)
+        ]
+        for thread in threads:
+            thread.start()
+        ended: dict[int, float] = {}  # when each process exited, seen by a thread of its own
+        waiters = [
+            threading.Thread(target=_note_end, args=(process, pid, ended, self.started), daemon=True)
+            for pid, process in enumerate(processes)
+        ]
+        for waiter in waiters:
+            waiter.start()
+        results: dict[int, tuple[int | None, str, float]] = {}
+        # A process stopped whole never ends by itself: it is waited for last, and killed once the others ended.
+        frozen = self.fault.process if self.fault and self.fault.whole and self.fault.action == "stop" else None
+        order = [pid for pid in range(self.count) if pid != frozen] + ([frozen] if frozen is not None else [])
         try:
-            for process in processes:
+            for pid in order:
+                process = processes[pid]
                 try:
-                    out = process.stdout.read() if process.stdout else ""  # type: ignore[union-attr]
-                    process.wait(timeout=max(1, limit - (time.monotonic() - started)))
-                    results.append((process.returncode, out, time.monotonic() - started))
+                    left = limit - (time.monotonic() - self.started)
+                    process.wait(timeout=max(1, left) if pid != frozen or self.faulted_at is None else 0.1)
+                    code: int | None = process.returncode
                 except subprocess.TimeoutExpired:
-                    process.kill()
-                    results.append((None, "", time.monotonic() - started))
+                    code = None
+                    _kill_group(process)
+                waiters[pid].join(5)
+                threads[self.count + pid].join(5)  # its stdout, to the end
+                results[pid] = (code, "".join(outputs[pid]), ended.get(pid, time.monotonic() - self.started))
         finally:
             done.set()
             for process in processes:
                 if process.poll() is None:
-                    process.kill()
-        return results
+                    _kill_group(process)
+        return [results[pid] for pid in range(self.count)]
 
-    def _read(
-        self, pid: int, process: subprocess.Popen[str], fault: tuple[int, str, str] | None, done: threading.Event
-    ) -> None:
+    def _read(self, pid: int, process: subprocess.Popen[str], done: threading.Event) -> None:
         assert process.stderr is not None
+        fault = self.fault
         for line in process.stderr:
             self.stderr[pid].append(line)
-            if fault is not None and fault[0] == pid and self.faulted_at is None and f"deep step {fault[1]}" in line:
+            if fault is None or fault.process != pid:
+                continue
+            if self.faulted_at is None and fault.at in line:
+                self.faulted_at = time.monotonic()
+                self.couriers = _children(process.pid)
+                if fault.whole:
+                    chosen = {"stop": signal.SIGSTOP, "kill": signal.SIGKILL, "interrupt": signal.SIGINT}
+                    os.killpg(process.pid, chosen[fault.action])  # interrupt: Ctrl-C, as a terminal sends it
+                    continue
                 courier = _children(process.pid)
                 assert courier, "no courier child"
-                self.faulted_at = time.monotonic()
-                if fault[2] == "stop":
+                if fault.action == "stop":
                     os.kill(courier[0], signal.SIGSTOP)
-                elif fault[2] == "kill":
+                elif fault.action == "kill":
                     os.kill(courier[0], signal.SIGKILL)
                 else:
                     threading.Thread(target=_duty_cycle, args=(courier[0], done, self._eased), daemon=True).start()
-            elif fault is not None and fault[0] == pid and fault[2] == "slow" and "deep step all-" in line:
+            elif fault.action == "slow" and "deep step all-" in line:
                 self._eased.set()  # slowed through its own work; the collectives run at full speed
+
+
+def _note_end(process: subprocess.Popen[str], pid: int, ended: dict[int, float], started: float) -> None:
+    process.wait()
+    ended[pid] = time.monotonic() - started
+
+
+def _collect(process: subprocess.Popen[str], into: list[str]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        into.append(line)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+    process.wait()
 
 
 def _children(pid: int) -> list[int]:
