@@ -204,7 +204,7 @@ def main() -> None:
         except Exception as error:  # noqa: BLE001
             fail("verdict", f"{type(error).__name__}: {error}")
         # Stay until the others have read the verdict: the service lives in this process.
-        until = min(deadline, time.time() + ACK_GRACE_SECONDS)
+        until = time.time() + ACK_GRACE_SECONDS  # after the deadline too: the gathering may have used it all
         try:
             acked = read_published(client, f"{PREFIX}/ack", [p for p in records if p != 0], until, time.time)
         except Exception:  # noqa: BLE001 - the service is in this process; a listing that fails names nobody
@@ -218,7 +218,9 @@ def main() -> None:
         os._exit(0)
     else:
         try:
-            verdict = json.loads(client.blocking_key_value_get(f"{PREFIX}/verdict", remaining_ms(deadline)))
+            # Process 0 gathers until the deadline where a record is missing, then compares: give it the grace.
+            wait = remaining_ms(deadline + ACK_GRACE_SECONDS)
+            verdict = json.loads(client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
         except Exception as error:  # noqa: BLE001
             fail("verdict", f"{type(error).__name__}: {error}")
         emit("verdict", verdict=verdict)

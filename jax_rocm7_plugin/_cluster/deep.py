@@ -39,7 +39,7 @@ LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
 LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
 VERDICT_WAIT_SECONDS = 30  # process 0's parent writes the report in this time; its courier waits as long for acks
 FINAL_ACK_SECONDS = 10  # process 0's courier waits this long for the others to take the final code
-PROBE_MS = 3000  # a live service answers a read of a present key in milliseconds, even under load
+PROBE_SECONDS = 3.0  # a live service answers a read of a present key in milliseconds, even under load
 WATCH_SECONDS = 0.5  # process 0's courier lists the published outcomes this often for its parent
 PROCESS_0_SILENT = (
     "process 0 (which holds jax's coordination service) does not answer: it is stopped, killed or its host is gone, "
@@ -176,15 +176,16 @@ class _Deep:
         """A process other than 0: the job's final code from process 0, to the parent (with why, where none)."""
         code, why = 1, ""
         if not stuck:
-            wait = wait_ms(gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS)
-            try:
-                code = int(self.client.blocking_key_value_get(f"{PREFIX}/verdict", wait))
+            wait = gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS
+            verdict = self.read_within(f"{PREFIX}/verdict", wait)
+            if verdict is None:
+                why = f"process 0 gave no exit code within {wait:g} s"
+            else:
                 with contextlib.suppress(Exception):
                     self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")
-                final_wait = wait_ms(VERDICT_WAIT_SECONDS + FINAL_ACK_SECONDS)
-                code = int(self.client.blocking_key_value_get(f"{PREFIX}/final", final_wait))
-            except Exception:  # noqa: BLE001 - not in time: this process cannot know, and says problems
-                code, why = 1, f"process 0 gave no exit code within {wait / 1000:g} s"
+                final = self.read_within(f"{PREFIX}/final", VERDICT_WAIT_SECONDS + FINAL_ACK_SECONDS)
+                code = int(final) if final is not None else 1
+                why = "" if final is not None else "process 0 gave the exit code but no final one"
         if code != 0 and not self.service_answers():
             why = PROCESS_0_SILENT
         elif stuck:
@@ -196,14 +197,25 @@ class _Deep:
             with contextlib.suppress(Exception):
                 self.client.key_value_set(f"{PREFIX}/final-ack/{self.process_id}", "1")
 
+    def read_within(self, key: str, seconds: float) -> str | None:
+        """The value at `key` within `seconds`, else None. The read's own timeout is the service's to keep, and a
+        stopped service keeps none: the read runs in a thread of its own, waited for a little longer."""
+        answer: list[str] = []
+        done = threading.Event()
+
+        def read() -> None:
+            with contextlib.suppress(Exception):  # DEADLINE_EXCEEDED, UNAVAILABLE: no answer
+                answer.append(self.client.blocking_key_value_get(key, wait_ms(seconds)))
+            done.set()
+
+        threading.Thread(target=read, name="rocm-deep-read", daemon=True).start()
+        done.wait(seconds + 1.0)
+        return answer[0] if answer else None
+
     def service_answers(self) -> bool:
         """Whether the coordination service (in process 0's courier) answers at all: a key this process published
-        long ago comes back at once from a live service; a stopped one lets the read run out."""
-        try:
-            self.client.blocking_key_value_get(f"{PREFIX}/here/{self.process_id}", PROBE_MS)
-        except Exception:  # noqa: BLE001 - DEADLINE_EXCEEDED or UNAVAILABLE: nobody there
-            return False
-        return True
+        long ago comes back at once from a live service; a stopped one does not."""
+        return self.read_within(f"{PREFIX}/here/{self.process_id}", PROBE_SECONDS) is not None
 
     def gather(self, steps: int, *, stuck: bool = False) -> set[int]:
         """Every process's outcome of the first `steps` steps, to the parent; the processes that will wait for
@@ -257,28 +269,35 @@ class _Deep:
         if self.process_id == 0:
             threading.Thread(target=self.watch, name="rocm-deep-watch", daemon=True).start()
         for index, step in enumerate(self.steps):
-            if index > 0 and self.aborted():
-                # Said, so that process 0 does not take this process for one that never came to the step.
-                self.publish(index, {"ok": False, "aborted": True, "error": "not run: another process stopped the job"})
-                break
             with self.lock:
                 self.current = index
-            self.emit("deep-step", name=step["name"])  # progress, for --verbose
+            # The watchdog covers the step and its reads and writes of the service around it: a stopped service
+            # (process 0 stopped) never answers them.
             watchdog = threading.Timer(self.step_timeout, self.on_timeout, args=(index,))
             watchdog.daemon = True
             watchdog.start()
             try:
-                outcome = self.run_step(step)
-            except Exception as error:  # noqa: BLE001 - a step that fails is a finding, not a crash
-                first_line = (str(error).strip().splitlines() or [""])[0]
-                outcome = {"ok": False, "error": f"{type(error).__name__}: {first_line[:300]}"}
-            watchdog.cancel()
-            with self.lock:
-                fired = self.finished
-            if fired:  # the watchdog fired as the step ended: it reports, then ends this process
-                watchdog.join()
-                return
-            self.publish(index, outcome)
+                if index > 0 and self.aborted():
+                    # Said, so that process 0 does not take this process for one that never came to the step.
+                    aborted = {"ok": False, "aborted": True, "error": "not run: another process stopped the job"}
+                    self.publish(index, aborted)
+                    break
+                self.emit("deep-step", name=step["name"])  # progress, for --verbose
+                try:
+                    outcome = self.run_step(step)
+                except Exception as error:  # noqa: BLE001 - a step that fails is a finding, not a crash
+                    first_line = (str(error).strip().splitlines() or [""])[0]
+                    outcome = {"ok": False, "error": f"{type(error).__name__}: {first_line[:300]}"}
+                with self.lock:
+                    fired = self.finished
+                if fired:  # the watchdog fired as the step ended: it reports, then ends this process
+                    watchdog.join()
+                    return
+                self.publish(index, outcome)
+                with self.lock:
+                    self.current = -1  # published: a watchdog firing now has nothing to say
+            finally:
+                watchdog.cancel()
             broken = "op" in step and "groups" not in step and not outcome["ok"] and not outcome.get("wrong")
             if not outcome["ok"] and (step["name"] in ("backend", "first-jit") or broken):
                 # Nothing later can run without a working backend; a collective of the whole job that raised

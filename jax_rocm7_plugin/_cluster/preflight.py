@@ -372,7 +372,7 @@ class _Run:
         report = self.report(findings, tuple(sorted(records)), missing, hosts)
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
         try:  # the verdict is out; the others say if they could not read it
-            done = link.wait_for(("done",), self.deadline + KILL_GRACE_SECONDS)
+            done = link.wait_for(("done",), time.time() + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
         except CourierGone:
             done = {}
         unread = [int(p) for p in done.get("unacked", ())]
@@ -415,7 +415,7 @@ class _Run:
 
     def _await_verdict(self, link: CourierLink) -> int:
         try:
-            event = link.wait_for(("verdict",), self.deadline + KILL_GRACE_SECONDS)
+            event = link.wait_for(("verdict",), self.deadline + courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
             why = str(event.get("message", ""))[:200] if event["event"] == "error" else None
         except CourierGone as gone:
             why = (
@@ -439,7 +439,7 @@ class _Run:
             return code if code in (0, 1, 2) else EXIT_PROBLEMS
         code = verdict.get("code")
         with contextlib.suppress(CourierGone):  # process 0's final code: 1 where a process never took the verdict
-            final = link.wait_for(("final",), self.deadline + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
+            final = link.wait_for(("final",), time.time() + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
             if final.get("code") is not None:
                 code = final["code"]
         link.close(time.time() + KILL_GRACE_SECONDS)
