@@ -238,6 +238,22 @@ def test_by_default_open_mpi_names_a_killed_rank_itself(launch: Callable[[str, C
     assert "rank 1" in outcome.stderr and "signal 9" in outcome.stderr, outcome.stderr[-2000:]
 
 
+@GROUP
+def test_a_task_stopped_mid_collective_is_named_under_srun(launch: Callable[[str, Combo], Launch], build: Path) -> None:
+    """Issue 33 under the real launcher: task 2 frozen whole (its preflight and courier) inside a collective of
+    `cluster --deep`; process 0 names it and its host, the others exit with process 0's code by the README's
+    bound, before the node is fenced (the fixture kills the frozen task 40 s after the stop)."""
+    job = launch("srun", JAX_0102)
+    deep = ("--deep", "--platform", "cpu", "--sizes", "8", "--step-timeout", "5", "--verbose")
+    outcome = job.run(job.machines(build), TIMEOUT + 120, *deep, TASK_STOP_AT="2:deep step all-gather/8:40")
+    assert outcome.returncode not in (0, None), outcome.stderr[-3000:]
+    report = report_in(outcome)
+    hung = by_id(report)["cluster-collective-hung"]
+    assert hung["processes"] == [2] and hung["hosts"] == ["node-0"], report["findings"]
+    # Every live task said its part well before the fence: process 0's report, the others' exit with its code.
+    assert report["elapsed_s"] < 40, report["elapsed_s"]
+
+
 def job_results(folder: Path) -> dict[int, dict[str, Any]]:
     """Each task's result file (job_program.py with JOB_RESULTS), by process id."""
     found = [json.loads(path.read_text()) for path in folder.glob("*.json")]

@@ -7,7 +7,11 @@ JAX_ROCM_SYSROOT at MACHINES/p<rank> (each task its own machine), and runs COMMA
 this rank to play another part:
 - TASK_EXIT_EARLY=<rank>: exit 0 at once, before joining (a task that never starts its work);
 - TASK_JOIN_THEN_DIE=<rank>: join jax's coordination service as the preflight would (the address from jax's
-  own cluster detection), say "joined", then die by SIGKILL (a crash right after joining).
+  own cluster detection), say "joined", then die by SIGKILL (a crash right after joining);
+- TASK_STOP_AT=<rank>:<text>:<seconds>: run COMMAND as a child, pass its stderr on, and as soon as a line of it
+  holds <text> (a phase its --verbose output names) stop the whole task with SIGSTOP (this process, COMMAND and
+  its courier: a node frozen), until <seconds> later a watcher kills them (the node fenced), so that the
+  launcher's step ends.
 """
 
 from __future__ import annotations
@@ -45,6 +49,23 @@ def join_then_die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def stop_at(command: list[str], text: str, seconds: float) -> int:
+    import subprocess
+
+    child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert child.stderr is not None
+    for line in child.stderr:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        if text in line:
+            # The fence: a watcher outside the stopped processes kills them all later.
+            targets = f"kill -KILL -{child.pid} {os.getpid()}"
+            subprocess.Popen(["sh", "-c", f"sleep {seconds}; {targets}"], start_new_session=True)
+            os.killpg(child.pid, signal.SIGSTOP)
+            os.kill(os.getpid(), signal.SIGSTOP)
+    return child.wait()
+
+
 def main() -> None:
     machines, command = sys.argv[1], sys.argv[2:]
     me = rank()
@@ -54,6 +75,9 @@ def main() -> None:
     if os.environ.get("TASK_JOIN_THEN_DIE") == str(me):
         join_then_die()
         return
+    stop = os.environ.get("TASK_STOP_AT", "").split(":", 2)
+    if stop[0] == str(me):
+        sys.exit(stop_at(command, stop[1], float(stop[2])))
     os.execv(command[0], command)
 
 
