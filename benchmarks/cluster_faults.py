@@ -64,9 +64,11 @@ def run_case(
         case["named"] = named
         case["summary"] = next((f["summary"] for f in report["findings"]), "")
     else:
-        said = [line.strip() for pid in range(COUNT) if pid != process for line in job.stderr[pid][-3:]]
+        # What the first other process said in its own line ("cluster preflight, process 1: ...").
+        said = [line.strip() for pid in range(COUNT) if pid != process for line in job.stderr[pid]]
+        own = [s.split(": ", 1)[1] for s in said if s.startswith("cluster preflight, process")]
         case["named"] = []
-        case["summary"] = next((s for s in said if "process 0" in s or "preflight" in s), said[-1] if said else "")
+        case["summary"] = own[0] if own else (said[-1] if said else "")
     return case
 
 

@@ -27,8 +27,10 @@ _LAST_ERROR = re.compile(r"^[EF]\d{4} [\d:.]+\s+\d+ \S+\] (.*)$", re.M)
 _UNHEALTHY = re.compile(
     r"tasks are unhealthy \(stopped sending heartbeats\):[ \t]*\n((?:[ \t]*(?:/job:\S*/task:)?\d+[ \t]*\n?)+)"
 )
-# A client whose own heartbeats to the service fail: the service (in process 0's courier) is frozen or gone.
-_SERVICE_UNREACHABLE = re.compile(r"RPC: /\S*CoordinationService/Heartbeat")
+# A client that lost the service (in process 0's courier): its own heartbeats ran out (process 0 stopped), or an RPC
+# found the socket closed (process 0 gone: "Failed to send RPC to coordination service. Either the leader task
+# was preempted/died...").
+_SERVICE_UNREACHABLE = re.compile(r"RPC: /\S*CoordinationService/Heartbeat|Failed to send RPC to coordination service")
 _FATAL = "the JAX distributed service detected fatal errors"
 START_MISSING = (
     "start the missing processes (the launcher's log names why they did not start: a failed node, a pod that "

@@ -32,6 +32,7 @@ DEFAULT_STEP_TIMEOUT = 60.0  # --deep: each step's deadline (the 256 MiB collect
 DEEP_VERDICT_SECONDS = 45.0
 RESOLVE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 2.0
+WATCHDOG_SLACK_SECONDS = 15.0  # --deep: a watchdog that fired has said so by then (its probe of process 0: 4 s)
 USAGE_FIX = (
     "launch it the way the job is launched (srun, mpirun, a Kubernetes JobSet), or give --coordinator-address "
     "HOST:PORT --num-processes N --process-id I"
@@ -215,7 +216,7 @@ class _Run:
         deadline, each phase has its own: a step ends by its deadline (the courier's watchdog), where process 0
         then gathers; the report's wait is bounded too. A courier silent for longer is stopped or hung. What
         process 0's courier hands on as it comes (the plan, the outcomes) is kept in `self.seen`."""
-        from jax_rocm7_plugin._cluster.deep import gathering_seconds, report_seconds
+        from jax_rocm7_plugin._cluster.deep import report_seconds
 
         timeout = self.options.step_timeout
         deadline = self._deep_deadline()
@@ -235,7 +236,9 @@ class _Run:
                 phase_ends = time.time() + report_seconds(timeout) + KILL_GRACE_SECONDS
             elif kind == "deep-step":
                 self.seen.step = str(event.get("name"))
-                phase_ends = time.time() + timeout + gathering_seconds(timeout) + KILL_GRACE_SECONDS
+                # By then the courier's watchdog has fired and said so (deep-report); a courier silent past it is
+                # stopped, or wedged in a call that never lets the watchdog run.
+                phase_ends = time.time() + timeout + WATCHDOG_SLACK_SECONDS
                 self.say(f"deep step {event.get('name')}")
             else:
                 return event

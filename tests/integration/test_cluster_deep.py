@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._cluster.deep import gathering_seconds
+from jax_rocm7_plugin._cluster.preflight import WATCHDOG_SLACK_SECONDS
 from tests.support import netlab
 from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
 from tests.support.environment import REPO, require
@@ -65,11 +65,11 @@ def test_a_process_stopped_mid_run_is_named_by_the_deadline(tmp_path: Path, stan
     # Process 0 ends within the step's deadline (twice: it may have been in the step after), one more for the
     # others that started the step later, and the grace.
     assert job.started + seconds - job.faulted_at <= 3 * STEP_TIMEOUT + 10
-    # The stopped process's own parent cannot tell a stopped courier from a slow one: it gives the step its
-    # deadline and process 0 its longest gathering, then ends it and exits 1.
+    # The stopped courier's own parent gives the step its deadline and the courier's watchdog its time to say
+    # so, then ends it and exits 1.
     stopped_code, _, stopped_seconds = results[1]
     assert stopped_code == 1
-    assert job.started + stopped_seconds - job.faulted_at <= STEP_TIMEOUT + gathering_seconds(STEP_TIMEOUT) + 10
+    assert job.started + stopped_seconds - job.faulted_at <= STEP_TIMEOUT + WATCHDOG_SLACK_SECONDS + 5
     assert all("Traceback" not in "".join(s) for s in job.stderr)
 
 

@@ -33,6 +33,14 @@ COORDINATOR_GONE = (
     "*** Check failure stack trace: ***\n"
 )
 
+LEADER_GONE = (  # process 0 killed: the socket closed under the client's poll
+    POLLED + FATAL + "UNAVAILABLE: Failed to send RPC to coordination service. Either the leader task was "
+    "preempted/died/restarted unexpectedly or this task is experiencing network issues. Check earlier logs from 1) "
+    "this task, 2) the leader (usually slice 0 task 0), and 3) cluster scheduler to debug further.\nAdditional GRPC "
+    "error information from remote target coordination_service while calling /xla.coordination.CoordinationService/"
+    "PollForError:\n:UNAVAILABLE:Stream removed (Socket closed)\n"
+)
+
 
 def test_the_tasks_the_service_declared_dead_are_read_from_any_clients_log() -> None:
     loss = service_loss(DECLARED_DEAD)
@@ -45,6 +53,7 @@ def test_the_tasks_the_service_declared_dead_are_read_from_any_clients_log() -> 
 def test_a_client_whose_heartbeats_to_process_0_failed_says_the_coordinator_is_lost() -> None:
     loss = service_loss(COORDINATOR_GONE)
     assert loss is not None and loss.dead == () and loss.coordinator_lost
+    assert service_loss(LEADER_GONE).coordinator_lost  # type: ignore[union-attr]
 
 
 def test_no_verdict_of_the_service_where_the_log_has_none() -> None:
