@@ -9,7 +9,8 @@ kills (SIGKILL) one whole process (the command and its courier: a node frozen or
 output reaches that phase. Prints one row per case: who process 0's report names (or, where process 0 is the one
 faulted, what the others said), the finding, and when each process ended after the fault (a stopped process is
 killed at the harness's limit: "-"). Sizes 8 B and 4 KiB. Run it from outside the repository, with nothing else
-heavy running; --python runs another interpreter (jax 0.12 in a 3.12 venv) on this checkout (PYTHONPATH).
+heavy running; --python runs another interpreter on this checkout (PYTHONPATH), or with --wheels on the pair
+installed there (jax 0.12 in a 3.12 venv with our 0.12.0 wheels: build.py wheels --release 0.12.0).
 """
 
 from __future__ import annotations
@@ -42,13 +43,18 @@ PHASES: dict[str, tuple[str, bool]] = {
 COUNT = 3
 
 
-def run_case(
-    library: Path, python: Path, phase: str, process: int, action: str, step_timeout: float, timeout: float
-) -> dict[str, Any]:
+def run_case(options: argparse.Namespace, phase: str, process: int, action: str) -> dict[str, Any]:
     at, deep = PHASES[phase]
     with tempfile.TemporaryDirectory() as folder:
         job = DeepJob(
-            Path(folder), library, COUNT, python, str(REPO), step_timeout=step_timeout, deep=deep, timeout=timeout
+            Path(folder),
+            options.library,
+            COUNT,
+            options.python,
+            "" if options.wheels else str(REPO),
+            step_timeout=options.step_timeout,
+            deep=deep,
+            timeout=options.timeout,
         )
         results = job.run(Fault(process, at, action, whole=True), sizes="8,4K", limit=600)
     faulted = job.faulted_at - job.started if job.faulted_at is not None else None
@@ -81,6 +87,7 @@ def main() -> None:
     parser.add_argument("--actions", nargs="+", default=["stop", "kill"])
     parser.add_argument("--step-timeout", type=float, default=5.0)
     parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--wheels", action="store_true", help="--python has our wheel pair installed")
     parser.add_argument("--json", type=Path, help="also write every case here")
     options = parser.parse_args()
     cases = []
@@ -89,9 +96,7 @@ def main() -> None:
     for phase in options.phases.split(","):
         for process in options.processes:
             for action in options.actions:
-                case = run_case(
-                    options.library, options.python, phase, process, action, options.step_timeout, options.timeout
-                )
+                case = run_case(options, phase, process, action)
                 cases.append(case)
                 named = "; ".join(f"{i} {p} {','.join(h)}" for i, p, h in case["named"]) or case["summary"][:90]
                 ended = ", ".join("-" if e is None else f"{e:g}" for e in case["ended_s"])

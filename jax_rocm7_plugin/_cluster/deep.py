@@ -294,15 +294,17 @@ class _Deep:
                     watchdog.join()
                     return
                 self.publish(index, outcome)
+                # Nothing later can run without a working backend; a collective of the whole job that raised
+                # (gloo's own deadline where a peer stopped) leaves its communicator broken: later ones only fail.
+                broken = "op" in step and "groups" not in step and not outcome.get("wrong")
+                stop = not outcome["ok"] and (step["name"] in ("backend", "first-jit") or broken)
+                if stop:
+                    self.abort()
                 with self.lock:
                     self.current = -1  # published: a watchdog firing now has nothing to say
             finally:
                 watchdog.cancel()
-            broken = "op" in step and "groups" not in step and not outcome["ok"] and not outcome.get("wrong")
-            if not outcome["ok"] and (step["name"] in ("backend", "first-jit") or broken):
-                # Nothing later can run without a working backend; a collective of the whole job that raised
-                # (gloo's own deadline where a peer stopped) leaves its communicator broken: later ones only fail.
-                self.abort()
+            if stop:
                 self.report(index + 1)
                 return
         with self.lock:
