@@ -39,6 +39,7 @@ LOCAL_WORK_SIZE = 512  # the matmul's side: small enough for any device
 LOCAL_WORK_SECONDS = 0.5  # long enough to time through noise, and to catch a process stopped part of the time
 VERDICT_WAIT_SECONDS = 30  # process 0's parent writes the report in this time; its courier waits as long for acks
 FINAL_ACK_SECONDS = 10  # process 0's courier waits this long for the others to take the final code
+VERDICT_POLL_SECONDS = 5.0  # a waiting process asks whether process 0 still answers this often
 PROBE_SECONDS = 3.0  # a live service answers a read of a present key in milliseconds, even under load
 WATCH_SECONDS = 0.5  # process 0's courier lists the published outcomes this often for its parent
 PROCESS_0_SILENT = (
@@ -177,7 +178,7 @@ class _Deep:
         code, why = 1, ""
         if not stuck:
             wait = gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS
-            verdict = self.read_within(f"{PREFIX}/verdict", wait)
+            verdict = self.await_verdict(wait)
             if verdict is None:
                 why = f"process 0 gave no exit code within {wait:g} s"
             else:
@@ -196,6 +197,18 @@ class _Deep:
         if not stuck:
             with contextlib.suppress(Exception):
                 self.client.key_value_set(f"{PREFIX}/final-ack/{self.process_id}", "1")
+
+    def await_verdict(self, seconds: float) -> str | None:
+        """The job's exit code from process 0 within `seconds` (it may gather that long); None as soon as the
+        service stops answering (process 0 stopped or gone), checked between short reads."""
+        until = time.time() + seconds
+        while (left := until - time.time()) > 0:
+            verdict = self.read_within(f"{PREFIX}/verdict", min(left, VERDICT_POLL_SECONDS))
+            if verdict is not None:
+                return verdict
+            if not self.service_answers():
+                return None
+        return None
 
     def read_within(self, key: str, seconds: float) -> str | None:
         """The value at `key` within `seconds`, else None. The read's own timeout is the service's to keep, and a
@@ -264,8 +277,6 @@ class _Deep:
                 self.emit("deep-seen", outcomes=fresh)
 
     def run(self) -> None:
-        with contextlib.suppress(Exception):  # what service_answers() reads back
-            self.client.key_value_set(f"{PREFIX}/here/{self.process_id}", "1")
         if self.process_id == 0:
             threading.Thread(target=self.watch, name="rocm-deep-watch", daemon=True).start()
         for index, step in enumerate(self.steps):
@@ -277,6 +288,9 @@ class _Deep:
             watchdog.daemon = True
             watchdog.start()
             try:
+                if index == 0:
+                    with contextlib.suppress(Exception):  # what service_answers() reads back
+                        self.client.key_value_set(f"{PREFIX}/here/{self.process_id}", "1")
                 if index > 0 and self.aborted():
                     # Said, so that process 0 does not take this process for one that never came to the step.
                     aborted = {"ok": False, "aborted": True, "error": "not run: another process stopped the job"}

@@ -220,7 +220,7 @@ class _Run:
 
         timeout = self.options.step_timeout
         deadline = self._deep_deadline()
-        phase_ends = deadline
+        phase_ends = time.time() + timeout + WATCHDOG_SLACK_SECONDS  # the first step comes at once
         wanted = (last, "deep-step", "deep-report", "deep-plan", "deep-seen")
         while True:
             event = link.wait_for(wanted, min(deadline, phase_ends))
