@@ -138,4 +138,3 @@ def test_a_process_killed_mid_step_is_named_on_jax_012(
     assert job.faulted_at is not None and [r[0] for r in results] == [1, 1]
     hung = {f["id"]: f for f in deep_report_of(results)["findings"]}["cluster-collective-hung"]
     assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"]
-
