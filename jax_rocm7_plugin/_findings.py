@@ -250,7 +250,7 @@ def library_dependency_preloaded(names: list[str], directories: list[str], evide
     where = " and ".join(directories)
     return Finding(
         "library-dependency-preloaded",
-        "warning",
+        "info",  # the loader works around it: nothing for the user to do, so no warning
         f"the PJRT library needs {', '.join(names)}, which its RUNPATH does not reach; they are in {where}, "
         "so the loader loads them from there first",
         f"nothing to do; to not depend on it, export LD_LIBRARY_PATH={':'.join(directories)}:$LD_LIBRARY_PATH",
@@ -400,10 +400,11 @@ def gpu_arch_not_in_library(severity: Severity, summary: str, fix: str, evidence
     return Finding("gpu-arch-not-in-library", severity, summary, fix, evidence)
 
 
-def hsa_override_gfx_version(summary: str, evidence: tuple[str, ...]) -> Finding:
+def hsa_override_gfx_version(summary: str, evidence: tuple[str, ...], severity: Severity = "warning") -> Finding:
+    """A warning where the override changes the code some GPU HIP uses runs; info where it changes nothing."""
     return Finding(
         "hsa-override-gfx-version",
-        "warning",
+        severity,
         summary,
         "unset HSA_OVERRIDE_GFX_VERSION unless you need it: code built for another processor can "
         "compute wrong results or hang",
@@ -437,11 +438,13 @@ def visible_devices_index_invalid(summary: str, fix: str, evidence: tuple[str, .
     return Finding("visible-devices-index-invalid", "warning", summary, fix, evidence)
 
 
-def cuda_visible_devices_set(evidence: tuple[str, ...]) -> Finding:
+def cuda_visible_devices_set(evidence: tuple[str, ...], *, changes_gpus: bool) -> Finding:
+    """A warning where CUDA_VISIBLE_DEVICES changes which GPUs HIP uses; info where it changes nothing."""
+    effect = "and HIP honours it: it hides or reorders GPUs" if changes_gpus else "(here it changes nothing)"
     return Finding(
         "cuda-visible-devices-set",
-        "warning",
-        "CUDA_VISIBLE_DEVICES is set on an AMD machine, and HIP honours it (unless HIP_VISIBLE_DEVICES is set)",
+        "warning" if changes_gpus else "info",
+        f"CUDA_VISIBLE_DEVICES is set on an AMD machine {effect}; HIP_VISIBLE_DEVICES, where set, wins",
         "use HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) for AMD GPUs and unset CUDA_VISIBLE_DEVICES",
         evidence,
     )

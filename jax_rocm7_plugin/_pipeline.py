@@ -206,12 +206,14 @@ def _gpu_findings(facts: Facts) -> Iterator[Finding]:
 
     settings, machine, view, targets = facts.settings, facts.machine, facts.view, facts.library_targets
     assert machine is not None and view is not None
-    yield from override_findings(settings.hsa_override)
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    yield from override_findings(
+        settings.hsa_override, [node.gfx_target for _, node in view.gpus if node.index in usable]
+    )
     if targets is not None:  # every GPU of the topology (the doctor shows hidden ones too)
         gpus = [(view.hip_index(node.index), node.index, node.gfx_target) for node in machine.topology.gpus]
         facts.coverage = tuple(gpu_coverage(gpus, targets, settings.hsa_override))
         yield from coverage_findings(facts.coverage, targets, settings.hsa_override)
-    usable = {gpu.node_index for gpu in machine.usable_gpus}
     yield from shm_findings(settings.sysroot, sum(1 for _, node in view.gpus if node.index in usable))
 
 
@@ -335,6 +337,7 @@ def situation(
 
         home = install_root(install, settings.sysroot)
     firmware: tuple[tuple[str, str], ...] = ()
+    gc_ip: tuple[tuple[str, str], ...] = ()
     amdgpu = None
     if thorough and machine is not None:
         from jax_rocm7_plugin._machine import driver
@@ -342,6 +345,11 @@ def situation(
         amdgpu = driver.amdgpu_driver_version(settings.sysroot)
         found = ((node.gfx_target, driver.mes_firmware(settings.sysroot, node.drm_render_minor)) for node in gpus)
         firmware = tuple((gfx or "unknown", fw) for gfx, fw in found if fw is not None)
+        ips = (
+            (node.gfx_target, driver.gc_ip_version(settings.sysroot, node.drm_render_minor, node.gfx_target_version))
+            for node in gpus
+        )
+        gc_ip = tuple((gfx or "unknown", ip) for gfx, ip in ips if ip is not None)
     return Situation(
         rocm=install.version if install is not None else None,
         rocm_root=install.location.removeprefix("pip: ") if install is not None and home is not None else None,
@@ -356,6 +364,7 @@ def situation(
         hsa_override=settings.hsa_override,
         amdgpu_driver=amdgpu,
         mes_firmware=firmware,
+        gc_ip=gc_ip,
         other_plugins=other_plugins,
     )
 

@@ -542,6 +542,7 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
     if len(hosts) < 2:
         return []
     hit: dict[str, tuple[known_issues.KnownIssue, list[int], set[str]]] = {}
+    confirmed: set[str] = set()  # entries the sources confirm for at least one process's configuration
     matched: dict[Situation, tuple[known_issues.Match, ...]] = {}  # most processes of a job share one situation
     for pid in sorted(records):
         situation = _situation(records[pid], len(hosts))
@@ -551,14 +552,17 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
             issue, processes, evidence = hit.setdefault(match.issue.id, (match.issue, [], set()))
             processes.append(pid)
             evidence.update(match.evidence)
+            if match.confirmed:
+                confirmed.add(match.issue.id)
     found = []
     for issue, processes, evidence in hit.values():
         concerned, names = _concerns(records, processes)
         found.append(
             catalog.known_issue(
                 issue.id,
-                issue.severity,
-                f"{issue.title} ({issue.sources[0]}): {processes_phrase(concerned)} on {hosts_phrase(names)}",
+                issue.severity if issue.id in confirmed else "info",
+                f"{issue.title} ({issue.sources[0]}): {processes_phrase(concerned)} on {hosts_phrase(names)}"
+                + ("" if issue.id in confirmed else f"; confirmed only {issue.confirmed.seen}"),
                 known_issues.fix_text(issue),
                 concerned,
                 names,

@@ -201,5 +201,12 @@ def visible_device_findings(
         found.extend([index] if index is not None else [])
     if devices.cuda is not None:
         shadowed = " (HIP_VISIBLE_DEVICES is also set and wins)" if devices.hip is not None else ""
-        found.append(catalog.cuda_visible_devices_set((f"CUDA_VISIBLE_DEVICES={devices.cuda!r}{shadowed}",)))
+        # Advice, not a fault: it warns only where the variable changes which GPUs (or their order) HIP uses.
+        with_it = [node.index for _, node in (view or hip_view(devices, gpus)).gpus]
+        without = [node.index for _, node in hip_view(devices._replace(cuda=None), gpus).gpus]
+        found.append(
+            catalog.cuda_visible_devices_set(
+                (f"CUDA_VISIBLE_DEVICES={devices.cuda!r}{shadowed}",), changes_gpus=with_it != without
+            )
+        )
     return found

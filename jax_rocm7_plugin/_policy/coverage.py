@@ -42,7 +42,9 @@ def gpu_coverage(
     return result
 
 
-def override_findings(value: str | None) -> list[Finding]:
+def override_findings(value: str | None, used_targets: Collection[str | None] = ()) -> list[Finding]:
+    """hsa-override-gfx-version: a warning where the override makes some GPU HIP uses (`used_targets`, their own
+    gfx names; empty: not known) run another processor's code; info where every one of them is that processor."""
     if value is None:
         return []
     target = override_target(value)
@@ -54,10 +56,19 @@ def override_findings(value: str | None) -> list[Finding]:
                 (f"{OVERRIDE_VARIABLE}={value!r}",),
             )
         ]
+    evidence = (f"{OVERRIDE_VARIABLE}={value!r}", *(f"GPU {t}" for t in used_targets if t))
+    if used_targets and all(t == target for t in used_targets):
+        return [
+            catalog.hsa_override_gfx_version(
+                f"{OVERRIDE_VARIABLE}={value} names the GPUs' own processor ({target}): it changes nothing here",
+                evidence,
+                "info",
+            )
+        ]
     return [
         catalog.hsa_override_gfx_version(
             f"{OVERRIDE_VARIABLE}={value} makes ROCm treat every GPU as {target}; coverage is judged for {target}",
-            (f"{OVERRIDE_VARIABLE}={value!r}",),
+            evidence,
         )
     ]
 

@@ -41,6 +41,8 @@ AFFECTS_KEYS = frozenset(
         "mes_firmware",
         "rocm_layout",
         "other_plugins",
+        "gc_ip",
+        "gfx_all",
     }
 )
 PLATFORMS = frozenset({"wsl"})
@@ -82,6 +84,15 @@ class Workaround(NamedTuple):
     documented_by: str | None
 
 
+class Confirmed(NamedTuple):
+    """Where the sources confirm the bug: `where` narrows `affects` (the same keys); `seen` says it in words.
+    A machine `affects` covers but `where` does not gets the entry as info, naming where it was seen."""
+
+    where: Mapping[str, Any]
+    seen: str | None
+    still_present: str | None  # a source saying the bug is still there, for a ROCm range without an end
+
+
 class KnownIssue(NamedTuple):
     id: str
     title: str
@@ -92,6 +103,7 @@ class KnownIssue(NamedTuple):
     workaround: Workaround
     fixed_in: Mapping[str, str] | None
     severity: Severity
+    confirmed: Confirmed = Confirmed({}, None, None)
 
     @property
     def multi_host(self) -> bool:
@@ -123,6 +135,7 @@ class Situation(NamedTuple):
     hsa_override: str | None = None
     amdgpu_driver: str | None = None  # /sys/module/amdgpu/version (DKMS builds)
     mes_firmware: tuple[tuple[str, str], ...] = ()  # (gfx, "0x83") per GPU where the driver says
+    gc_ip: tuple[tuple[str, str], ...] = ()  # (gfx, "11.5.1"): each GPU's graphics-compute IP version
     other_plugins: tuple[str, ...] = ()  # other jax plugin distributions installed
 
     def variable(self, name: str) -> str | None:
@@ -141,6 +154,11 @@ class Situation(NamedTuple):
 class Match(NamedTuple):
     issue: KnownIssue
     evidence: tuple[str, ...]  # why it applies here
+    confirmed: bool = True  # the sources confirm it for this configuration (else: info, where it was seen)
+
+    @property
+    def severity(self) -> Severity:
+        return self.issue.severity if self.confirmed else "info"
 
     def applied_by_loader(self, situation: Situation) -> tuple[tuple[str, str], ...]:
         """The variables the loader sets for this match (none unless safe, opted in and unset by the user)."""
@@ -200,6 +218,7 @@ def _entry(raw: Mapping[str, Any], severities: Mapping[str, Severity]) -> KnownI
     for key in ("rocm", "jaxlib", "amdgpu_driver"):
         if key in affects and not all(r.low or r.below for r in _ranges(affects[key])):
             raise fail(f"'{key}' needs 'from' and/or 'below' versions")
+    confirmed = _confirmed(raw.get("confirmed"), affects, fail)
     sources = tuple(raw.get("sources") or ())
     if not sources or not all(s.startswith("https://github.com/") for s in sources):
         raise fail("every entry cites its public threads (https://github.com/...)")
@@ -228,7 +247,29 @@ def _entry(raw: Mapping[str, Any], severities: Mapping[str, Severity]) -> KnownI
         workaround,
         raw.get("fixed_in"),
         severities[kind],
+        confirmed,
     )
+
+
+def _confirmed(raw: Mapping[str, Any] | None, affects: Mapping[str, Any], fail: Any) -> Confirmed:
+    """The confirmed scope, checked: only keys of `affects`, with words for it, and no ROCm range left open
+    (a bug seen on one release is not assumed in every later one) unless a source says it is still there."""
+    raw = raw or {}
+    where = raw.get("where") or {}
+    if set(where) - AFFECTS_KEYS:
+        raise fail(f"'confirmed.where' has unknown conditions {sorted(set(where) - AFFECTS_KEYS)}")
+    if where and not raw.get("seen"):
+        raise fail("'confirmed' narrows 'affects', so it says where the sources saw the bug ('seen')")
+    still = raw.get("still_present")
+    if still is not None and not str(still).startswith("https://github.com/"):
+        raise fail("'confirmed.still_present' cites a public thread (https://github.com/...)")
+    rocm = where.get("rocm", affects.get("rocm"))
+    if rocm is not None and any(r.below is None for r in _ranges(rocm)) and still is None:
+        raise fail(
+            "its ROCm range has no end: bound it in 'confirmed.where' to the releases the sources saw, "
+            "or cite a source that says the bug is still there ('confirmed.still_present')"
+        )
+    return Confirmed(where, raw.get("seen"), still)
 
 
 def variables() -> frozenset[str]:
@@ -251,7 +292,7 @@ def matches(
             continue
         evidence = _applies(entry, situation, assume)
         if evidence is not None and not _avoided(entry, situation):
-            yield Match(entry, evidence)
+            yield Match(entry, evidence, _holds(entry.confirmed.where, situation, assume))
 
 
 ROCM_CONDITIONS = frozenset({"rocm", "rocm_layout"})  # what needs the ROCm install found
@@ -268,6 +309,10 @@ def _applies(entry: KnownIssue, s: Situation, assume: frozenset[str] = frozenset
             return None
         why.append(line)
     return tuple(why)
+
+
+def _holds(conditions: Mapping[str, Any], s: Situation, assume: frozenset[str]) -> bool:
+    return all(key in assume or _condition(key, spec, s) is not None for key, spec in conditions.items())
 
 
 def _condition(key: str, spec: Any, s: Situation) -> str | None:
@@ -287,6 +332,12 @@ def _condition(key: str, spec: Any, s: Situation) -> str | None:
         return f"the PJRT library of jax {s.release}" if s.release in spec else None
     if key == "gfx":
         hit = sorted({g for g in s.gfx if g in spec})
+        return f"GPU {', '.join(hit)}" if hit else None
+    if key == "gfx_all":
+        present = set(s.gfx)
+        return f"GPUs {' and '.join(spec)} together" if all(g in present for g in spec) else None
+    if key == "gc_ip":
+        hit = sorted({f"{gfx} (graphics IP {ip})" for gfx, ip in s.gc_ip if any(_ip_in(ip, f) for f in spec)})
         return f"GPU {', '.join(hit)}" if hit else None
     if key == "platform":
         return "WSL (/dev/dxg)" if spec == "wsl" and s.wsl else None
@@ -309,6 +360,11 @@ def _condition(key: str, spec: Any, s: Situation) -> str | None:
         hit = sorted(set(s.other_plugins) & set(spec))
         return f"{', '.join(hit)} installed" if hit else None
     return None
+
+
+def _ip_in(version: str, family: str) -> bool:
+    """'11.5.1' is in the family '11.5' (and in '11.5.1'), not in '11.50'."""
+    return version == family or version.startswith(family + ".")
 
 
 def _firmware(text: str) -> int | None:
@@ -362,7 +418,10 @@ def finding(match: Match, situation: Situation) -> Finding:
             match.evidence,
         )
     summary = f"{issue.title} ({issue.sources[0]})"
-    return known_issue(issue.id, issue.severity, summary, fix, match.evidence)
+    if not match.confirmed:
+        seen = issue.confirmed.seen or "elsewhere"
+        summary = f"{summary}; confirmed only {seen}, not for this machine's configuration"
+    return known_issue(issue.id, match.severity, summary, fix, match.evidence)
 
 
 def fix_text(issue: KnownIssue, situation: Situation | None = None) -> str:
@@ -374,11 +433,20 @@ def fix_text(issue: KnownIssue, situation: Situation | None = None) -> str:
 
 def readme_rows(issues: Iterable[KnownIssue] | None = None) -> list[str]:
     """README's 'Known issues' table, one Markdown row an entry (a test keeps the README equal to it)."""
-    rows = ["| id | affects | effect | workaround | source |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| id | affects | warns where (else info) | effect | workaround | source |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for issue in issues if issues is not None else entries():
         safe = " (the loader applies it)" if issue.workaround.safe else ""
+        where = issue.confirmed.where
+        warns = f"{_affects_text(where)} (seen {issue.confirmed.seen})" if where else "everywhere it applies"
+        if issue.workaround.safe:
+            warns = f"with the loader's workaround off: {warns}"
+        if issue.severity == "info":
+            warns = "never (an info)"
         rows.append(
-            f"| `{issue.id}` | {_affects_text(issue.affects)} | {issue.effect_kind}: {issue.effect} | "
+            f"| `{issue.id}` | {_affects_text(issue.affects)} | {warns} | {issue.effect_kind}: {issue.effect} | "
             f"{_expand(issue.workaround.text, None)}{safe} | {', '.join(_short(s) for s in issue.sources)} |"
         )
     return rows
@@ -400,6 +468,10 @@ def _affects_text(affects: Mapping[str, Any]) -> str:
             parts.append(f"library of jax {', '.join(spec)}")
         elif key == "gfx":
             parts.append(", ".join(spec))
+        elif key == "gfx_all":
+            parts.append(" with ".join(spec) + " in one process")
+        elif key == "gc_ip":
+            parts.append(f"graphics IP {'/'.join(spec)}.x")
         elif key == "multi_host":
             parts.append("jobs across hosts")
         elif key in ("min_gpus", "max_gpus"):
