@@ -67,6 +67,8 @@ FindingId = Literal[
     "plugin-install-damaged",  # reported by the entry module (jax_plugins/rocm7), which needs none of this
     "apu-vram-carveout-small",
     "first-jit-failed",
+    "math-library-gpu-unsupported",
+    "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
 ]
@@ -204,9 +206,10 @@ def wsl_detected(evidence: tuple[str, ...]) -> Finding:
         "wsl-detected",
         "info",
         "WSL detected (/dev/dxg): the GPU is reached through the WSL driver, not KFD",
-        "the runtime reaches the GPU here through librocdxg (ROCm for WSL: install it if it is missing); from "
-        "release 7.13 on it detects WSL by itself, before that it needs HSA_ENABLE_DXG_DETECTION=1, which the "
-        "loader sets (known issue wsl-dxg-detection-off-before-7.13)",
+        "nothing to do if the GPU shows up: the runtime reaches it through librocdxg, which `doctor` looks for "
+        "(runtime-library-missing where the loader would not find it); from release 7.13 on it detects WSL by "
+        "itself, before that it needs HSA_ENABLE_DXG_DETECTION=1, which the loader sets (known issue "
+        "wsl-dxg-detection-off-before-7.13)",
         evidence,
     )
 
@@ -534,6 +537,16 @@ def first_jit_failed(cause: str, summary: str, evidence: tuple[str, ...]) -> Fin
         cause, f"report it: python -m {PLUGIN_PACKAGE} report -- python your_program.py (bundles this and the HLO)"
     )
     return Finding("first-jit-failed", "error", f"the first jit on 'rocm' failed: {summary}", fix, evidence)
+
+
+def math_library_gpu_unsupported(severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """A ROCm math library the PJRT library loads has no kernel files for a GPU this process uses (doctor)."""
+    return Finding("math-library-gpu-unsupported", severity, summary, fix, evidence)
+
+
+def runtime_library_missing(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """A library the ROCm runtime opens by name at run time would not be found (doctor; e.g. librocdxg on WSL)."""
+    return Finding("runtime-library-missing", "error", summary, fix, evidence)
 
 
 def rocm_client_failed(error: Exception) -> Finding:

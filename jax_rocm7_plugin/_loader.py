@@ -194,8 +194,9 @@ def _initialize() -> None:
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
         return
-    for finding in outcome.warnings:
-        logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
+    for finding in outcome.warnings:  # an info (nothing to do) is said at info level: a healthy machine prints nothing
+        level = logging.WARNING if finding.severity == "warning" else logging.INFO
+        logger.log(level, "ROCm backend: %s [%s]", finding.sentence(), finding.id)
     if outcome.environment_changes:
         logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
     if outcome.workarounds:

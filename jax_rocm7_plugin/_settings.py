@@ -51,7 +51,20 @@ _BOOLEAN_WORDS = ("true", "True", "1", "false", "False", "0")
 PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm", "oneapi")}
 # The variables known issues and their workarounds name (_policy/known_issues.json) are kept by prefix, so the
 # data names them once: a test checks that every variable the data names starts with one of these.
-RUNTIME_VARIABLE_PREFIXES = ("HSA_", "HIP_", "ROCR_", "ROCPROFILER_", "DEBUG_HIP_", "AMD_", "GPU_", "JAX_ROCM_")
+# The math libraries' folder variables (_policy/math_libraries.json) too.
+RUNTIME_VARIABLE_PREFIXES = (
+    "HSA_",
+    "HIP_",
+    "ROCR_",
+    "ROCPROFILER_",
+    "DEBUG_HIP_",
+    "AMD_",
+    "GPU_",
+    "JAX_ROCM_",
+    "ROCBLAS_",
+    "HIPBLASLT_",
+    "MIOPEN_",
+)
 RUNTIME_VARIABLES = ("XLA_FLAGS",)
 
 

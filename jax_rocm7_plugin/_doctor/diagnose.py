@@ -50,6 +50,8 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tup
     plugins = packages.inventory()
     found.extend(packages.plugin_findings(plugins))
     found.extend(_known_issues(facts, plugins))
+    found.extend(_math_libraries(facts))
+    found.extend(_opened_libraries(facts))
     memories = _memory(facts)
     from jax_rocm7_plugin._machine.memory import memory_findings
 
@@ -183,6 +185,76 @@ def _known_issues(facts: Facts, plugins: PluginInventory) -> list[Finding]:
     others = tuple(sorted(name for name in plugins.distributions if name not in OUR_DISTRIBUTIONS))
     here = situation(facts, thorough=True, other_plugins=others)
     return [known_issues.finding(match, here) for match in known_issues.matches(here)]
+
+
+def used_processors(facts: Facts) -> list[str]:
+    """The processors of the GPUs HIP will use and can open, as the runtime names them to the libraries (after
+    HSA_OVERRIDE_GFX_VERSION)."""
+    from jax_rocm7_plugin._policy.gfx_targets import override_target
+
+    machine, view = facts.machine, facts.view
+    if machine is None or view is None:
+        return []
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    override = facts.settings.hsa_override
+    target = override_target(override) if override else None
+    names = [target or node.gfx_target for _, node in view.gpus if node.index in usable]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def _math_libraries(facts: Facts) -> list[Finding]:
+    """math-library-gpu-unsupported: the kernel files of rocBLAS, hipBLASLt and MIOpen, read beside the copies
+    the dynamic loader takes (a dependency of the PJRT library, else where it would open them from)."""
+    from jax_rocm7_plugin._machine.gpu_kernels import kernel_findings, library_kernels
+    from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
+    from jax_rocm7_plugin._policy.math_libraries import libraries
+
+    gpus = used_processors(facts)
+    if not gpus or facts.library is None or facts.runtime is None:
+        return []
+    settings = facts.settings
+    walk = facts.runtime.dependencies
+    states = []
+    for library in libraries():
+        where = walk.found.get(library.soname) if walk is not None else None
+        if where is None:
+            where = resolve_opened(library.soname, facts.library.path, settings.sysroot, settings.ld_library_path)
+        if where is not None:
+            states.append(library_kernels(library, where, gpus, dict(settings.runtime_environment), settings.sysroot))
+    return kernel_findings(states)
+
+
+def _opened_libraries(facts: Facts) -> list[Finding]:
+    """runtime-library-missing: the libraries the runtime opens by name (librocdxg under WSL), resolved as dlopen
+    would from the copy of their opener the dependency walk found."""
+    machine = facts.machine
+    wsl = machine is not None and machine.wsl_dxg and not machine.topology.present
+    if not wsl or facts.runtime is None:
+        return []
+    from jax_rocm7_plugin._machine import host_path
+    from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
+    from jax_rocm7_plugin._machine.opened_libraries import USUAL_FOLDERS, opened_findings, resolve
+    from jax_rocm7_plugin._pipeline import rocm_install
+    from jax_rocm7_plugin._policy.known_issues import version_tuple
+    from jax_rocm7_plugin._policy.opened_libraries import libraries
+
+    settings = facts.settings
+    walk = facts.runtime.dependencies
+    found = dict(walk.found) if walk is not None else {}
+    install = rocm_install(facts)
+    rocm = version_tuple(install.version) if install is not None else None
+    hip = found.get(HIP_SONAME)
+    folders = [
+        *dict.fromkeys(p.parent for i in facts.runtime.installs for p in i.hip_runtimes),
+        *(host_path(settings.sysroot, f) for f in USUAL_FOLDERS),
+    ]
+    states = []
+    for library in libraries():
+        opener = found.get(library.opener)
+        if opener is None and hip is not None:  # the HIP runtime needs it: where its own search finds it
+            opener = resolve_opened(library.opener, hip, settings.sysroot, settings.ld_library_path)
+        states.append(resolve(library, opener, rocm, settings.sysroot, settings.ld_library_path, folders))
+    return opened_findings(states, settings.sysroot)
 
 
 def _memory(facts: Facts) -> list[GpuMemory]:

@@ -170,6 +170,38 @@ def _search(
     return None
 
 
+def resolve_opened(
+    name: str,
+    opener: Path | None,
+    root: Path,
+    ld_library_path: Sequence[str],
+    *,
+    conf_dirs: Sequence[str] | None = None,
+) -> Path | None:
+    """Where dlopen(`name`) called from `opener` would find it (its RPATH unless it has a RUNPATH,
+    LD_LIBRARY_PATH, its RUNPATH, ld.so.conf's directories, the defaults); None where nothing matches.
+    `opener` None: an object with neither (only the search every object shares)."""
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
+
+    context = _SearchContext(
+        root=root,
+        ld_library_path=tuple(ld_library_path),
+        conf_dirs=tuple(ld_so_conf_dirs(root) if conf_dirs is None else conf_dirs),
+        preloaded=frozenset(),
+    )
+    rpath: list[tuple[str, Path]] = []
+    runpath: list[str] = []
+    origin = root
+    if opener is not None:
+        origin = opener.resolve().parent
+        try:
+            facts = read_dynamic(opener, exports=False)
+            rpath, runpath = [(entry, origin) for entry in facts.rpath], list(facts.runpath)
+        except (ElfError, OSError):
+            pass
+    return _search(context, name, origin, rpath, runpath)
+
+
 def loaded_in_this_process() -> frozenset[str]:
     """File names of the shared objects mapped into this process (ld.so reuses them by soname)."""
     return frozenset(os.path.basename(p) for p in mapped_objects())

@@ -142,6 +142,8 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "hip-no-device": "doctor --deep only: the HIP runtime is started in a child",
     "hip-probe-failed": "doctor --deep only",
     "first-jit-failed": "doctor --deep only: a jitted program runs in a child (test_first_jit.py)",
+    "math-library-gpu-unsupported": "doctor only: the math libraries' kernel files (test_gpu_kernels.py)",
+    "runtime-library-missing": "doctor only: libraries the runtime opens by name (test_opened_libraries.py)",
     "rocm-client-failed": "the loader's, when the client fails to start in a multi-process job (test_job_check.py)",
     "loader-internal-error": "raised by an unforeseen exception, not by a check",
     "doctor-internal-error": "raised by an unforeseen exception, not by a check",

@@ -158,3 +158,77 @@ def add_rocm(
     if link:
         (root / "opt" / "rocm").symlink_to(f"rocm-{version}")
     return home
+
+
+# Test fixture, never shipped: the ROCm math libraries the PJRT library loads, as link stubs (tiny real shared
+# objects with the sonames) beside their per-processor kernel files in the layouts the doctor reads
+# (_policy/math_libraries.json): the files are empty stand-ins, named as the libraries name them.
+MATH_SONAMES = {"rocBLAS": "librocblas.so.5", "hipBLASLt": "libhipblaslt.so.1", "MIOpen": "libMIOpen.so.1"}
+CU_HEX = {"gfx908": "78", "gfx90a": "68", "gfx942": "130", "gfx950": "100"}  # MIOpen names its databases so
+
+
+OPENED_SONAMES = ("libhsa-runtime64.so.1", "librocdxg.so.1")  # ROCr (RUNPATH $ORIGIN, as AMD builds it), librocdxg
+
+
+def math_library_stubs(directory: Path) -> Path:
+    """The math libraries' sonames, ROCr and librocdxg, compiled once (the `build` fixture keeps them under
+    rocm-libs/)."""
+    from tests.support.native import compile_shared
+
+    compile_shared(
+        directory,
+        "hsa_runtime64",
+        "int hsa_init(void) { return 0; }\n",
+        flags=["-Wl,-soname,libhsa-runtime64.so.1", "-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"],
+        output_name="libhsa-runtime64.so.1",
+    )
+    compile_shared(
+        directory,
+        "rocdxg",
+        "int rocdxg_stub(void) { return 0; }\n",
+        flags=["-Wl,-soname,librocdxg.so.1"],
+        output_name="librocdxg.so.1",
+    )
+    for soname in MATH_SONAMES.values():
+        stem = soname.split(".so")[0].removeprefix("lib")
+        compile_shared(
+            directory,
+            stem,
+            f"int {stem}_stub(void) {{ return 0; }}\n",
+            flags=[f"-Wl,-soname,{soname}"],
+            output_name=soname,
+        )
+    return directory
+
+
+def add_math_libraries(
+    lib_dir: Path,
+    build: Path,
+    gfx: Sequence[str],
+    *,
+    per_processor: bool = False,
+    libraries: Sequence[str] = ("rocBLAS", "hipBLASLt", "MIOpen"),
+) -> Path:
+    """rocBLAS, hipBLASLt and MIOpen in `lib_dir` with kernel files for `gfx`. `per_processor`: rocBLAS's files in
+    library/<gfx>/ as .dat.zlib (TheRock's pip wheels since April 2026); else flat (AMD's packages, TheRock's
+    tarball). hipBLASLt reads library/ only, so a working install keeps its files there in both."""
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    for name in libraries:
+        shutil.copy(build / "rocm-libs" / MATH_SONAMES[name], lib_dir / MATH_SONAMES[name])
+    for g in gfx:
+        if "rocBLAS" in libraries:
+            folder = lib_dir / "rocblas" / "library" / (g if per_processor else "")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"TensileLibrary_lazy_{g}.dat{'.zlib' if per_processor else ''}").write_bytes(b"")
+            (folder / f"Kernels.so-000-{g}.hsaco").write_bytes(b"")
+        if "hipBLASLt" in libraries:
+            folder = lib_dir / "hipblaslt" / "library"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"TensileLibrary_lazy_{g}.dat").write_bytes(b"")
+            (folder / f"extop_{g}.co").write_bytes(b"")
+        if "MIOpen" in libraries:
+            folder = lib_dir.parent / "share" / "miopen" / "db"
+            folder.mkdir(parents=True, exist_ok=True)
+            cu = CU_HEX.get(g)
+            (folder / (f"{g}{cu}.kdb" if cu else f"{g}_48.kdb")).write_bytes(b"")
+    return lib_dir
