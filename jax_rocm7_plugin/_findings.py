@@ -384,11 +384,13 @@ def rocm_not_found(evidence: tuple[str, ...]) -> Finding:
     return Finding("rocm-not-found", "error", "no ROCm runtime is installed (no libamdhip64)", _INSTALL_ROCM, evidence)
 
 
-def rocm_major_mismatch(evidence: tuple[str, ...]) -> Finding:
+def rocm_major_mismatch(evidence: tuple[str, ...], found: str | None = None) -> Finding:
+    """`found`: what is installed instead, in words ("ROCm 6.4.1 at /opt/rocm-6.4.1"), for the summary."""
+    what = found or "ROCm"
     return Finding(
         "rocm-major-mismatch",
         "error",
-        f"ROCm is installed, but not {ROCM}, which this {PJRT_DISTRIBUTION} library is built for",
+        f"{what} is installed, but not {ROCM}, which this {PJRT_DISTRIBUTION} library is built for",
         _INSTALL_ROCM + " (it can sit beside the other version in /opt/rocm-7.x.y)",
         evidence,
     )
@@ -425,11 +427,13 @@ def jax_platforms_excludes_rocm(value: str, evidence: tuple[str, ...]) -> Findin
     )
 
 
-def visible_devices_hide_all(gpu_count: int, evidence: tuple[str, ...]) -> Finding:
+def visible_devices_hide_all(gpu_count: int, evidence: tuple[str, ...], variables: str | None = None) -> Finding:
+    """`variables`: the settings that hide them, as set ("HIP_VISIBLE_DEVICES=''"), for the summary."""
     return Finding(
         "visible-devices-hide-all",
         "error",
-        f"the device-selection variables hide all {gpu_count} AMD GPU(s) from HIP",
+        f"{variables or 'the device-selection variables'} hide{'s' if variables and ',' not in variables else ''} "
+        f"all {gpu_count} AMD GPU(s) from HIP",
         "unset them, or list valid indices (0.."
         f"{max(gpu_count - 1, 0)}), e.g. HIP_VISIBLE_DEVICES=0; ROCR_VISIBLE_DEVICES also takes GPU-<uuid>",
         evidence,

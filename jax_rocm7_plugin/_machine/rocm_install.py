@@ -149,7 +149,8 @@ def rocm_findings(installs: list[RocmInstall], rocm_path: str | None) -> list[Fi
         ]
     if any(install.major == ROCM_MAJOR for install in installs):
         return []
-    return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs))]
+    found = ", ".join(f"ROCm {i.version or '?'} at {i.location}" for i in installs[:3])
+    return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs), found)]
 
 
 def install_root(install: RocmInstall, root: Path) -> Path | None:

@@ -194,7 +194,11 @@ def visible_device_findings(
         )
         meant = tuple(f"meant: {p.meant} with ROCR_VISIBLE_DEVICES={devices.rocr}" for p in problems if p.meant)
         found.append(
-            catalog.visible_devices_hide_all(len(gpus), (*evidence, *meant, f"KFD topology: {len(gpus)} GPU(s)"))
+            catalog.visible_devices_hide_all(
+                len(gpus),
+                (*evidence, *meant, f"KFD topology: {len(gpus)} GPU(s)"),
+                ", ".join(f"{s.variable}={s.value!r}" for s in selections),
+            )
         )
     else:
         index = index_finding(problems, len(gpus), devices.rocr)

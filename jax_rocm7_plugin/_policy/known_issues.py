@@ -417,7 +417,8 @@ def finding(match: Match, situation: Situation) -> Finding:
             f"nothing to do ({WORKAROUNDS_VARIABLE}=0 turns it off); else: {fix}",
             match.evidence,
         )
-    summary = f"{issue.title} ({issue.sources[0]})"
+    # The conditions that combine here go in the summary, not only in the evidence: they are the cause.
+    summary = f"{issue.title} ({issue.sources[0]}); here: {', '.join(match.evidence)}"
     if not match.confirmed:
         seen = issue.confirmed.seen or "elsewhere"
         summary = f"{summary}; confirmed only {seen}, not for this machine's configuration"
