@@ -360,13 +360,26 @@ def situation(
         gpu_count=len(gpus) if facts.view is not None else None,
         wsl=machine is not None and machine.wsl_dxg and not machine.topology.present,
         hosts=settings.job_hosts,
-        environment=settings.runtime_environment,
+        environment=_environment_at_load(facts),
         hsa_override=settings.hsa_override,
         amdgpu_driver=amdgpu,
         mes_firmware=firmware,
         gc_ip=gc_ip,
         other_plugins=other_plugins,
     )
+
+
+def _environment_at_load(facts: Facts) -> tuple[tuple[str, str], ...]:
+    """The runtime variables the library will see: the user's, and where a pip ROCm is in use, the ones the loader
+    points at it (bitcode, ld.lld) where the user set none, so that a bug those avoid is not claimed."""
+    environment = facts.settings.runtime_environment
+    if facts.pip_rocm is None:
+        return environment
+    from jax_rocm7_plugin._loader import point_at_pip_rocm
+
+    at_load = dict(environment)
+    point_at_pip_rocm(facts.pip_rocm, at_load)
+    return tuple((name, value) for name, value in at_load.items() if name != "PATH")
 
 
 def _layout(home: Path | None) -> str | None:

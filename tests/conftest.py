@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.environment import DEBIAN_HIP, TEST_CACHE, UPSTREAM_RELEASE, Combo, combo_venv, require
 from tests.support.native import fake_hip_runtime, pjrt_library_with_code_for
-from tests.support.sysroots import LIBRARY_TARGETS, bundle_for, math_library_stubs
+from tests.support.sysroots import LIBRARY_TARGETS, PUBLISHED_TARGETS, bundle_for, math_library_stubs
 
 # Load verdicts (jax_rocm7_plugin._binary.load_test) that tests cause go to a folder of this test
 # process, inherited by every child it starts, and removed at exit: never the user's ~/.cache.
@@ -109,6 +109,8 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hip = fake_hip_runtime(directory / "hip", devices=1)
     pjrt_library_with_code_for(directory / "lib", bundle_for(LIBRARY_TARGETS), hip_dir=hip.parent)
     math_library_stubs(directory / "rocm-libs")
+    # The healthy fleet's library: code objects for the processors the published 0.12.0 library carries.
+    pjrt_library_with_code_for(directory / "fleet-lib", bundle_for(list(PUBLISHED_TARGETS)), hip_dir=hip.parent)
     return directory
 
 

@@ -37,6 +37,7 @@ class LibraryKernels(NamedTuple):
     laid_out: bool  # the folder holds files of the library's kind (else: a layout not known here)
     covered: tuple[tuple[str, str], ...]  # (gfx, the file found for it)
     missing: tuple[str, ...]  # processors used that have no file
+    misplaced: tuple[str, ...] = ()  # of those, the ones whose file is in <folder>/<gfx>/, which it does not read
 
 
 def _names(folder: Path) -> list[str]:
@@ -56,11 +57,11 @@ def library_kernels(
     listings = {sub: _names(folder / sub.replace("{gfx}", g)) for g in set(gfx) for sub in library.look_in}
     kind = re.compile(library.any_files)
     laid_out = any(kind.fullmatch(n) for names in listings.values() for n in names)
-    if not laid_out and "{gfx}" in "".join(library.look_in):  # per-processor folders of processors not used
+    if not laid_out:  # per-processor folders: of processors not used, or ones the library does not read
         laid_out = any(
             kind.fullmatch(n) for sub in _names(folder) if (folder / sub).is_dir() for n in _names(folder / sub)
         )
-    covered, missing = [], []
+    covered, missing, misplaced = [], [], []
     for g in dict.fromkeys(gfx):
         if not library.used_on(g):
             continue
@@ -76,9 +77,13 @@ def library_kernels(
         )
         if hit is None:
             missing.append(g)
+            if "{gfx}" not in library.look_in and any(pattern.fullmatch(n) for n in _names(folder / g)):
+                misplaced.append(g)
         else:
             covered.append((g, hit))
-    return LibraryKernels(library, shared_object, folder, value, laid_out, tuple(covered), tuple(missing))
+    return LibraryKernels(
+        library, shared_object, folder, value, laid_out, tuple(covered), tuple(missing), tuple(misplaced)
+    )
 
 
 def kernel_findings(states: Sequence[LibraryKernels]) -> list[Finding]:
@@ -114,13 +119,19 @@ def kernel_findings(states: Sequence[LibraryKernels]) -> list[Finding]:
             continue
         gpus = ", ".join(state.missing)
         absent = "" if state.folder.is_dir() else f" (the folder {state.folder} does not exist)"
+        if state.misplaced:
+            absent = (
+                f" (the files of {', '.join(state.misplaced)} are in per-processor subfolders of {state.folder}, which "
+                f"{library.name} does not read: {library.look_in_source or 'its own search'})"
+            )
         them = "it" if len(state.missing) == 1 else "them"
         effect = {
             "abort": f"{library.first_use} on {them} aborts the process",
             "fail": f"{library.used_for} fail on {them}",
             "slower": f"{library.first_use} on {them} compiles its kernels first (slower, but it runs)",
         }[library.without]
-        summary = f"{library.name} has no kernels for {gpus}{absent}: {effect}"
+        verb = "will not find its kernels for" if state.misplaced else "has no kernels for"
+        summary = f"{library.name} {verb} {gpus}{absent}: {effect}"
         severity = {"abort": "error", "fail": "warning", "slower": "info"}[library.without]
         found.append(catalog.math_library_gpu_unsupported(severity, summary, _fix(state), evidence))  # type: ignore[arg-type]
     return found
@@ -131,7 +142,14 @@ def _fix(state: LibraryKernels) -> str:
     if library.without == "slower":
         return "nothing to do; a ROCm release whose MIOpen ships a kernel database for it starts faster"
     family = _PIP_FAMILY.search(str(state.shared_object))
-    if family is not None:
+    if state.misplaced:
+        where = ", ".join(f"{state.folder}/{g}/" for g in state.misplaced)
+        how = (
+            f"{library.name} reads {state.folder} itself only: link the files of {where} into it "
+            f"(ln -s {state.folder}/{state.misplaced[0]}/* {state.folder}/) until the install lays them out where "
+            "it reads"
+        )
+    elif family is not None:
         how = (
             f"this {library.name} comes from TheRock's pip wheel for {family.group(1)}, which does not carry {gpus}: "
             "install the ROCm wheels of this GPU's family (TheRock's release notes list the family of each GPU)"

@@ -21,6 +21,7 @@ class MathLibrary(NamedTuple):
     soname: str  # librocblas.so.5
     folder: str  # relative to the shared object's directory
     look_in: tuple[str, ...]  # subfolders, in the library's order ("{gfx}" per processor, "." the folder)
+    look_in_source: str | None  # who shows where the library looks
     variable: str  # the environment variable that names another folder
     files: str  # a regular expression over file names, with {gfx}
     any_files: str  # a file of this kind for any processor: the folder is laid out as expected
@@ -62,6 +63,7 @@ def _entry(raw: dict[str, Any]) -> MathLibrary:
         raw["soname"],
         raw["folder"],
         tuple(raw.get("look_in") or (".",)),
+        raw.get("look_in_source"),
         raw["variable"],
         raw["files"],
         raw["any_files"],

@@ -113,6 +113,37 @@ def make_sysroot(
 
 # A GPU build tree (see the `build` fixture): fake HIP 7 runtime + PJRT-shaped library.
 LIBRARY_TARGETS = ["gfx90a", "gfx9-4-generic", "gfx1030", "gfx11-generic"]
+# The processors the published jax-rocm7-pjrt 0.12.0 library carries code objects for (read from its offload
+# bundles with _binary/code_objects.read_binary).
+PUBLISHED_TARGETS = (
+    "gfx900",
+    "gfx906",
+    "gfx908",
+    "gfx90a",
+    "gfx942",
+    "gfx950",
+    "gfx1010",
+    "gfx1011",
+    "gfx1012",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1033",
+    "gfx1034",
+    "gfx1035",
+    "gfx1036",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1103",
+    "gfx1150",
+    "gfx1151",
+    "gfx1152",
+    "gfx1153",
+    "gfx1200",
+    "gfx1201",
+    "gfx1250",
+)
 
 
 def bundle_for(targets: list[str]) -> bytes:

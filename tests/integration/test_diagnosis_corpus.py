@@ -1,0 +1,23 @@
+"""Recall: public failure reports the doctor was not built from (tests/support/fleet.py FAILURES), each rebuilt
+as the machine its thread describes: the doctor names the cause in the summary or fix of an error or warning.
+Cases marked as gaps are checked to stay unnamed, so that the benchmark's recall is not flattered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fleet import FAILURES, Case, diagnose_host, names_cause
+
+
+@pytest.mark.parametrize("case", FAILURES, ids=[c.thread.removeprefix("https://github.com/") for c in FAILURES])
+def test_the_doctor_names_the_cause_of_each_public_failure(
+    case: Case, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.fleet import released_pairs
+
+    release = case.release or released_pairs()[0][0]
+    report = diagnose_host(case.host, case.rocm, release, tmp_path, build, monkeypatch)
+    loud = [f"{f.id}: {f.sentence()}" for f in report.findings if f.severity != "info"]
+    assert names_cause(report, case.cause) == case.named, (case.gap, loud)

@@ -1,0 +1,399 @@
+"""Test fixture, never shipped: machines users run, rebuilt as sysroots, for the doctor's precision and recall.
+
+`HEALTHY`: configurations that work (at least 12: MI300X/MI325X/MI355X/MI250X/MI210/MI100, RX 7900 XTX,
+RX 9070 XT, Radeon PRO W7900, a Strix Halo APU, one in a container, one with TheRock's pip ROCm, one under
+WSL), each on the ROCm a released pair serves, in AMD's and TheRock's layouts. The doctor may warn there only
+of a known issue its sources confirm for that configuration.
+
+`FAILURES`: public failure reports, each with its thread, rebuilt as the machine it describes, and the words
+the doctor's summary or fix must contain to count as naming the cause (`benchmarks/diagnosis.py` reports
+recall; tests/integration/test_diagnosis_corpus.py checks the cases marked `named`).
+
+What a machine carries is what the documented formats say: KFD topology (sysroots.py), /opt/rocm-<version>
+with .info/version, ld.so.conf.d, the math libraries' kernel files named as the libraries name them, /proc/mounts.
+The libraries are link stubs or the fake HIP 7 build; the kernel files are empty stand-ins.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._policy import releases as release_table
+from tests.support.inprocess import doctor
+from tests.support.sysroots import (
+    PUBLISHED_TARGETS,
+    Gpu,
+    add_math_libraries,
+    add_rocm,
+    bundle_for,
+    make_sysroot,
+)
+
+GIB = 1024**3
+# The processors whose rocBLAS/hipBLASLt/MIOpen kernel files each ROCm line ships (AMD's supported-GPU lists of
+# the ROCm 7 system requirements, Instinct and Radeon/Ryzen; TheRock's families for 7.1x). Fixture data.
+ROCM_KERNELS = {
+    "7.2": (
+        "gfx908",
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+        "gfx1030",
+        "gfx1100",
+        "gfx1101",
+        "gfx1102",
+        "gfx1150",
+        "gfx1151",
+        "gfx1200",
+        "gfx1201",
+    ),
+    "7.14": (
+        "gfx908",
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+        "gfx1030",
+        "gfx1100",
+        "gfx1101",
+        "gfx1102",
+        "gfx1150",
+        "gfx1151",
+        "gfx1152",
+        "gfx1200",
+        "gfx1201",
+    ),
+}
+# The ROCm each released pair serves (releases.json; 0.11.0 and 0.11.1 do not say: the 7.14 of 0.11.2).
+DEFAULT_ROCM = "7.14.0"
+
+
+def released_pairs() -> list[tuple[str, str]]:
+    """(jax release, the ROCm it serves) for every row of the release table."""
+    return [(row.release, row.rocm_version or DEFAULT_ROCM) for row in release_table.table()]
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine as a report describes it."""
+
+    name: str
+    gpus: tuple[Gpu, ...]
+    layout: str = "amd"  # "amd" (AMD's packages), "therock" (TheRock's tarball), "pip" (TheRock's wheels)
+    wsl: bool = False
+    container: bool = False
+    system_bytes: int = 512 * GIB
+    environ: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)  # machine path -> content
+    kernels: tuple[str, ...] | None = None  # processors the math libraries carry (None: the ROCm line's)
+    pip_family: str = "gfx94X_dcgpu"  # TheRock's pip libraries wheel
+    rocdxg: str | None = "/opt/rocm/lib/librocdxg.so"  # under WSL: where librocdxg is (None: nowhere)
+    ld_conf: bool = True  # /opt/rocm/lib in /etc/ld.so.conf.d, as AMD's packages and librocdxg register it
+    hipblaslt_per_processor: bool = False  # hipBLASLt's files in library/<gfx>/ (TheRock#7976)
+    without_files: tuple[str, ...] = ()  # globs under the sysroot removed after building (a library lacking a GPU)
+
+    def but(self, **changes: object) -> Host:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _gpu(target: int, count: int, **options: object) -> tuple[Gpu, ...]:
+    return tuple(Gpu(gfx_target_version=target, drm_render_minor=128 + i, **options) for i in range(count))  # type: ignore[arg-type]
+
+
+HEALTHY: tuple[Host, ...] = (
+    Host("MI300X x8", _gpu(90402, 8)),
+    Host("MI325X x8", _gpu(90402, 8, device_id=0x74A5, vram_bytes=256 * GIB)),
+    Host("MI355X x8", _gpu(90500, 8, device_id=0x75A3, vram_bytes=288 * GIB)),
+    Host("MI250X x8 (4 cards)", _gpu(90010, 8, device_id=0x740C, vram_bytes=64 * GIB)),
+    Host("MI210 x1", _gpu(90010, 1, device_id=0x740F, vram_bytes=64 * GIB)),
+    Host("MI100 x4", _gpu(90008, 4, device_id=0x738C, vram_bytes=32 * GIB)),
+    Host("RX 7900 XTX", _gpu(110000, 1, device_id=0x744C, vram_bytes=24 * GIB), system_bytes=64 * GIB),
+    Host("RX 9070 XT", _gpu(120001, 1, device_id=0x7550, vram_bytes=16 * GIB), system_bytes=32 * GIB),
+    Host("Radeon PRO W7900 x2", _gpu(110000, 2, device_id=0x7448, vram_bytes=48 * GIB), system_bytes=128 * GIB),
+    Host(
+        "Strix Halo APU (96 GiB carve-out)",
+        _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+        system_bytes=128 * GIB,
+    ),
+    Host("MI300X x8 in a container (--shm-size 16g)", _gpu(90402, 8), container=True),
+    Host("MI300X x8, TheRock's tarball", _gpu(90402, 8), layout="therock"),
+    Host("MI300X x1, TheRock's pip ROCm", _gpu(90402, 1), layout="pip"),
+    Host("RX 7900 XTX under WSL", (), wsl=True, system_bytes=64 * GIB),
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A public failure: its thread, the machine it describes, and what naming its cause means."""
+
+    thread: str
+    host: Host
+    rocm: str
+    cause: tuple[str, ...]  # every one of these in the summary or fix of one error or warning
+    named: bool = True  # False: a known gap (the benchmark counts it; `gap` says why)
+    gap: str = ""
+    release: str | None = None  # the pair's jax release, where it matters
+
+
+MI300X = HEALTHY[0]
+_MES = "/sys/class/drm/renderD128/device/fw_version/mes_fw_version"
+FAILURES: tuple[Case, ...] = (
+    Case(
+        "https://github.com/ROCm/AMDMIGraphX/pull/3517",
+        Host(
+            "RX 9070 XT, rocBLAS without gfx1201",
+            _gpu(120001, 1),
+            kernels=("gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102"),
+        ),
+        "7.2.0",
+        ("rocBLAS", "gfx1201"),
+    ),
+    Case(
+        "https://github.com/ROCm/rocBLAS/issues/1331",
+        Host(
+            "RX 7600 (gfx1102) on a rocBLAS of gfx1100 and gfx1030 only",
+            _gpu(110002, 1),
+            kernels=("gfx90a", "gfx942", "gfx1030", "gfx1100"),
+        ),
+        "7.14.0",
+        ("rocBLAS", "gfx1102"),
+    ),
+    Case(
+        "https://github.com/ollama/ollama/issues/11652",
+        Host(
+            "RX 9060 XT (gfx1200), hipBLASLt without gfx1200",
+            _gpu(120000, 1),
+            without_files=("opt/rocm-7.14.0/lib/hipblaslt/library/*gfx1200*",),
+        ),
+        "7.14.0",
+        ("hipBLASLt", "gfx1200"),
+    ),
+    Case(
+        "https://github.com/ROCm/TheRock/issues/7976",
+        Host(
+            "MI355X, TheRock pip wheels with hipBLASLt in library/<gfx>/",
+            _gpu(90500, 1),
+            layout="pip",
+            pip_family="gfx950_dcgpu",
+            hipblaslt_per_processor=True,
+        ),
+        "7.14.0",
+        ("hipBLASLt", "gfx950"),
+    ),
+    Case(
+        "https://github.com/ROCm/TheRock/issues/4578",
+        Host(
+            "Strix Halo with TheRock's gfx94X wheel",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            layout="pip",
+            pip_family="gfx94X_dcgpu",
+            kernels=("gfx942",),
+            system_bytes=128 * GIB,
+        ),
+        "7.14.0",
+        ("rocBLAS", "gfx1151", "gfx94X_dcgpu"),
+    ),
+    Case(
+        "https://github.com/ROCm/librocdxg/issues/35",
+        Host("RX 9070 XT under WSL, librocdxg not registered", (), wsl=True, rocdxg="/usr/local/lib/librocdxg.so"),
+        "7.2.3",
+        ("librocdxg.so", "/usr/local/lib"),
+    ),
+    Case(
+        "https://github.com/ROCm/librocdxg/issues/46",
+        Host("WSL, ROCm 7.13, no librocdxg", (), wsl=True, rocdxg=None),
+        "7.13.0",
+        ("librocdxg",),
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/5724",
+        Host(
+            "Strix Point (gfx1150) with MES 0x83",
+            _gpu(110500, 1, device_id=0x150E, vram_bytes=16 * GIB),
+            files={_MES: "0x00000083\n"},
+            system_bytes=32 * GIB,
+        ),
+        "7.14.0",
+        ("MES firmware 0x83",),
+    ),
+    Case(
+        "https://github.com/ROCm/rocm-jax/issues/360",
+        Host(
+            "Radeon VII + MI100",
+            (Gpu(90006, drm_render_minor=128), Gpu(90008, drm_render_minor=129)),
+            kernels=("gfx906", "gfx908", "gfx90a", "gfx942"),
+        ),
+        "7.2.0",
+        ("--xla_gpu_autotune_level=0",),
+        release="0.10.2",
+    ),
+    Case(
+        "https://github.com/ROCm/jax/issues/800",
+        Host("MI350X", _gpu(90500, 8, vram_bytes=288 * GIB)),
+        "7.2.1",
+        ("AMD_COMGR_NAMESPACE=1",),
+        release="0.10.2",
+    ),
+    Case(
+        "https://github.com/ROCm/jax/issues/547",
+        Host(
+            "Strix Halo, 512 MiB carve-out",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=GIB // 2),
+            system_bytes=128 * GIB,
+        ),
+        "7.14.0",
+        ("carve-out",),
+    ),
+    Case(
+        "https://github.com/ROCm/librocdxg/issues/34",
+        Host(
+            "RX 7800 XT under WSL, ROCm 7.2.1 without HSA_ENABLE_DXG_DETECTION",
+            (),
+            wsl=True,
+            environ={"JAX_ROCM_WORKAROUNDS": "0"},
+        ),
+        "7.2.1",
+        ("HSA_ENABLE_DXG_DETECTION=1",),
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/5844",
+        Host(
+            "Krackan Point (gfx1152), MES 0x82",
+            _gpu(110502, 1, vram_bytes=16 * GIB),
+            files={_MES: "0x00000082\n"},
+            system_bytes=32 * GIB,
+        ),
+        "7.14.0",
+        ("MES",),
+        named=False,
+        gap="an open report without a cause or fix confirmed by AMD: no known-issue entry to match",
+    ),
+)
+
+
+@contextmanager
+def released_pair(release: str, patch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The doctor as the pair of `release` runs it: its release, and jaxlib of that release beside it."""
+    with patch.context() as inner:
+        inner.setattr("jax_rocm7_plugin.version.JAX_RELEASE", release)
+        inner.setattr("jax_rocm7_plugin.version.__version__", release)
+        inner.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: release)
+        yield
+
+
+def build_host(
+    host: Host, rocm: str, where: Path, build: Path, patch: pytest.MonkeyPatch
+) -> tuple[Path, dict[str, str], Path]:
+    """The sysroot, the variables and the PJRT library of `host` on ROCm `rocm` (`patch` puts a pip ROCm on
+    sys.path)."""
+    line = "7.14" if rocm.startswith("7.1") and rocm != "7.1.0" and rocm != "7.1.1" else rocm.rsplit(".", 1)[0]
+    kernels = host.kernels if host.kernels is not None else ROCM_KERNELS.get(line, ROCM_KERNELS["7.14"])
+    root = make_sysroot(
+        where / "root",
+        list(host.gpus),
+        topology=not host.wsl,
+        amdgpu_module=not host.wsl,
+        kfd=not host.wsl,
+        dxg=host.wsl,
+        system_bytes=host.system_bytes,
+    )
+    environ = dict(host.environ)
+    library = build / "fleet-lib" / "libpjrt_gpu.so"
+    home = add_rocm(root, build, rocm, toolchain=host.layout == "amd")
+    if host.layout == "therock":
+        (home / "lib" / "llvm" / "amdgcn" / "bitcode").mkdir(parents=True)
+        (home / "lib" / "llvm" / "amdgcn" / "bitcode" / "ocml.bc").write_bytes(b"BC\xc0\xde")
+        (home / "lib" / "llvm" / "bin").mkdir(parents=True)
+        (home / "lib" / "llvm" / "bin" / "ld.lld").write_text("#!/bin/sh\nexit 1\n")
+    if host.layout == "pip":
+        library = _pip_rocm(host, where / "site", build, kernels, patch)
+    else:
+        add_math_libraries(home / "lib", build, kernels)
+        if host.hipblaslt_per_processor:
+            _hipblaslt_per_processor(home / "lib", kernels)
+    if host.ld_conf:
+        (root / "etc" / "ld.so.conf.d").mkdir(parents=True, exist_ok=True)
+        (root / "etc" / "ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+        (root / "etc" / "ld.so.conf.d" / "10-rocm.conf").write_text("/opt/rocm/lib\n")
+    if host.wsl:
+        shutil.copy(build / "rocm-libs" / "libhsa-runtime64.so.1", home / "lib")
+        if host.rocdxg is not None:
+            target = root / host.rocdxg.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(build / "rocm-libs" / "librocdxg.so.1", target)
+    if host.container:
+        (root / ".dockerenv").write_text("")
+        (root / "proc").mkdir(exist_ok=True)
+        (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=16777216k 0 0\n")
+    for pattern in host.without_files:
+        for path in root.glob(pattern):
+            path.unlink()
+    for path, content in host.files.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    return root, environ, library
+
+
+def _hipblaslt_per_processor(lib_dir: Path, kernels: tuple[str, ...]) -> None:
+    """hipBLASLt's files moved into library/<gfx>/ (as TheRock's wheels lay them out, ROCm/TheRock#7976)."""
+    folder = lib_dir / "hipblaslt" / "library"
+    for gfx in kernels:
+        (folder / gfx).mkdir(exist_ok=True)
+        for name in (f"TensileLibrary_lazy_{gfx}.dat", f"extop_{gfx}.co"):
+            if (folder / name).exists():
+                (folder / name).rename(folder / gfx / (name + ".zlib" if name.endswith(".dat") else name))
+
+
+def _pip_rocm(host: Host, site: Path, build: Path, kernels: tuple[str, ...], patch: pytest.MonkeyPatch) -> Path:
+    """TheRock's wheels in a site-packages: _rocm_sdk_core (HIP, bitcode, ld.lld) and the libraries wheel of one
+    GPU family (rocBLAS's files in library/<gfx>/), and the PJRT library in jax_plugins/ with the RUNPATH of the
+    published one ($ORIGIN/../../_rocm_sdk_core/lib, then each family's wheel)."""
+    from tests.support.native import pjrt_library_with_code_for
+
+    core = site / "_rocm_sdk_core"
+    (core / "lib").mkdir(parents=True)
+    (core / "__init__.py").write_text("")
+    shutil.copy(build / "hip" / "libamdhip64.so.7", core / "lib")
+    (core / "lib" / "llvm" / "amdgcn" / "bitcode").mkdir(parents=True)
+    (core / "lib" / "llvm" / "amdgcn" / "bitcode" / "ocml.bc").write_bytes(b"BC\xc0\xde")
+    (core / "lib" / "llvm" / "bin").mkdir(parents=True)
+    (core / "lib" / "llvm" / "bin" / "ld.lld").write_text("#!/bin/sh\nexit 1\n")
+    family = site / f"_rocm_sdk_libraries_{host.pip_family}" / "lib"
+    add_math_libraries(family, build, kernels, per_processor=True)
+    if host.hipblaslt_per_processor:
+        _hipblaslt_per_processor(family, kernels)
+    info = site / "rocm_sdk_core-7.14.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 7.14.0\n")
+    (info / "RECORD").write_text("")
+    patch.syspath_prepend(str(site))
+    runpath = ("$ORIGIN/../../_rocm_sdk_core/lib", f"$ORIGIN/../../_rocm_sdk_libraries_{host.pip_family}/lib")
+    return pjrt_library_with_code_for(
+        site / "jax_plugins" / "xla_rocm7",
+        bundle_for(list(PUBLISHED_TARGETS)),
+        hip_dir=build / "hip",
+        runpath=runpath,
+    )
+
+
+def diagnose_host(host: Host, rocm: str, release: str, where: Path, build: Path, patch: pytest.MonkeyPatch) -> Report:
+    with patch.context() as inner:
+        root, environ, library = build_host(host, rocm, where, build, inner)
+        with released_pair(release, inner):
+            return doctor(environ, root, library)
+
+
+def names_cause(report: Report, cause: tuple[str, ...]) -> bool:
+    """One error or warning whose summary or fix holds every word of `cause`."""
+    return any(
+        all(word in f"{f.summary} {f.fix}" for word in cause)
+        for f in report.findings
+        if f.severity in ("error", "warning")
+    )
