@@ -12,33 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._policy import known_issues
-from tests.support.fleet import HEALTHY, Host, diagnose_host, released_pairs
+from jax_rocm7_plugin.version import JAX_RELEASE
+from tests.support.fleet import HEALTHY, Host, diagnose_host, false_alarms, released_pairs
 
 PAIRS = released_pairs()
-# The warnings a healthy machine may get: known issues of the ROCm its release serves, each confirmed for that
-# configuration by its sources. ROCm 7.2.0 (the 0.10.2 pair's): three bugs of that release everywhere, and on
-# gfx950 the init hang seen on ROCm 7.2. ROCm 7.14 (the later pairs'): none.
-ALLOWED = {
-    "7.2.0": {
-        "rocm-7.2.0-command-buffer-segfault",  # openxla/xla#40405: XLA moved its CI to 7.2.1 for it
-        "miopen-7.2-conv-segfault",  # AMD rebuilds MIOpen in every rocm/jax image it ships on 7.2.x
-        "rccl-7.2.0-single-gpu-alltoall-hang",  # one-GPU machines (RCCL's changelog)
-    },
-    "7.14.0": set(),
-}
-ALLOWED_ON = {("7.2.0", "gfx950"): {"gfx950-init-hang-comgr-namespace"}}
-
-
-def allowed(host: Host, rocm: str, report: Report) -> set[str]:
-    extra = {
-        e
-        for (r, gfx), entries in ALLOWED_ON.items()
-        for e in entries
-        if r == rocm and any(g.gfx_target == gfx for g in report.gpus)
-    }
-    return ALLOWED[rocm] | extra
 
 
 @pytest.mark.parametrize("release,rocm", PAIRS, ids=[f"jax-{r}" for r, _ in PAIRS])
@@ -54,7 +32,7 @@ def test_no_error_and_no_warning_but_a_confirmed_known_issue(
     report = diagnose_host(host, rocm, release, tmp_path, build, monkeypatch)
     loud = [f for f in report.findings if f.severity != "info"]
     assert report.ok, [f.sentence() for f in loud]
-    unexpected = [f for f in loud if f.id != "known-issue" or f.known_issue not in allowed(host, rocm, report)]
+    unexpected = false_alarms(report, rocm)
     assert unexpected == [], [f"{f.id}: {f.sentence()}" for f in unexpected]
     for finding in loud:  # each warning is a confirmed entry: its scope holds here
         entry = next(e for e in known_issues.entries() if e.id == finding.known_issue)
@@ -80,3 +58,42 @@ def test_the_fleet_is_the_one_the_issue_names() -> None:
     ):
         assert model in names
     assert len(HEALTHY) >= 12 and {h.layout for h in HEALTHY} == {"amd", "therock", "pip"}
+
+
+# `import jax` for real (jax 0.10.2 of the test venv): the checkout's plugin registers the stand-in PJRT library
+# (OpenXLA's CPU plugin) under 'rocm' on each healthy machine, as the 0.10.2 pair serves it (ROCm 7.2.0).
+_IMPORT = "import jax; print(sorted({d.platform for d in jax.devices('rocm')}))"
+CHECKOUT_ROCM = dict(PAIRS)[JAX_RELEASE]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", [h for h in HEALTHY if h.layout != "therock"], ids=lambda h: h.name)
+def test_import_jax_prints_nothing_on_a_healthy_machine(
+    host: Host, tmp_path: Path, build: Path, standin_library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.environment import REPO
+    from tests.support.fleet import build_host
+
+    with monkeypatch.context() as patch:
+        root, environ, _ = build_host(host, CHECKOUT_ROCM, tmp_path, build, patch)
+        paths = [p for p in sys.path if str(tmp_path) in p]  # a pip ROCm's site-packages
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "ROCPROFILER_", "HSA_", "HIP_"))}
+    environ = {
+        **keep,
+        **environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), *paths]),
+        "JAX_ROCM_SYSROOT": str(root),
+        "JAX_ROCM_PJRT_LIBRARY": str(standin_library),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT], env=environ, capture_output=True, text=True, timeout=180, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    # jax.devices('rocm') answered: the backend registered (the stand-in's devices call their platform 'cpu').
+    assert done.stdout.strip() == "['cpu']", done.stdout
+    assert done.stderr == "", done.stderr
