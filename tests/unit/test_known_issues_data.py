@@ -66,6 +66,18 @@ BASE = {
         ({"workaround": {"text": "x", "xla_flags": {"--f": ""}, "safe": True, "documented_by": "X"}}, "variables only"),
         ({"workaround": {"text": "x", "variables": {"A": "1"}, "safe": True}}, "names who documents"),
         ({"workaround": {"text": "x", "variables": {"A": "{rocm}"}, "safe": True, "documented_by": "AMD"}}, "machine"),
+        # Precision: a bug seen on one ROCm release is not assumed in every later one.
+        ({"affects": {"rocm": {"from": "7.2.0"}}}, "its ROCm range has no end"),
+        (
+            {"affects": {"rocm": {"from": "7.2.0"}}, "confirmed": {"where": {"rocm": {"from": "7.2.0"}}, "seen": "x"}},
+            "its ROCm range has no end",
+        ),
+        (
+            {"affects": {"rocm": {"from": "7.2.0"}}, "confirmed": {"still_present": "https://example.com/x"}},
+            "still_present",
+        ),
+        ({"confirmed": {"where": {"gfx": ["gfx942"]}}}, "'seen'"),
+        ({"confirmed": {"where": {"gpu": ["gfx942"]}, "seen": "x"}}, "unknown conditions"),
     ],
 )
 def test_a_bad_entry_is_refused_with_its_id_and_the_problem(
@@ -75,6 +87,26 @@ def test_a_bad_entry_is_refused_with_its_id_and_the_problem(
     with pytest.raises(ValueError, match=re.escape(problem)):
         known_issues.entries()
     known_issues.entries.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("confirmed", "on_a_later_release"),
+    [
+        ({"where": {"rocm": {"from": "7.2.0", "below": "7.3.0"}}, "seen": "on ROCm 7.2"}, "info"),
+        ({"still_present": "https://github.com/ROCm/ROCm/issues/2"}, "warning"),
+    ],
+    ids=["bounded-where-seen", "a-source-says-it-is-still-there"],
+)
+def test_an_open_rocm_range_warns_on_later_releases_only_where_a_source_says_the_bug_is_still_there(
+    confirmed: dict[str, Any], on_a_later_release: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _load(monkeypatch, tmp_path, {**BASE, "affects": {"rocm": {"from": "7.2.0"}}, "confirmed": confirmed})
+    try:
+        (seen,) = known_issues.matches(known_issues.Situation(rocm="7.2.1", gpu_count=1))
+        (later,) = known_issues.matches(known_issues.Situation(rocm="7.14.0", gpu_count=1))
+    finally:
+        known_issues.entries.cache_clear()
+    assert seen.severity == "warning" and later.severity == on_a_later_release
 
 
 def test_a_duplicate_id_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
