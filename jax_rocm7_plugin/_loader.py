@@ -31,7 +31,7 @@ from jax_rocm7_plugin._settings import Settings, read_settings, rocm_in_platform
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 if TYPE_CHECKING:
-    from jax_rocm7_plugin._machine.rocm_pip import PipRocm
+    pass
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
@@ -79,6 +79,8 @@ def plan_registration(
     workarounds: tuple[str, ...] = ()
     if apply_environment:
         if facts.pip_rocm is not None:
+            from jax_rocm7_plugin._machine.rocm_pip import point_at_pip_rocm
+
             # HIP reads these when it initialises, which happens when jax creates the client.
             changes = point_at_pip_rocm(facts.pip_rocm, os.environ)
         workarounds = apply_workarounds(facts, os.environ)
@@ -140,26 +142,6 @@ def rocm_client_options(settings: Settings) -> dict[str, Any] | Finding:
         return catalog.xla_client_env_invalid(str(error).rstrip("."), xla_client_evidence(settings.xla_client))
     options["platform_name"] = XLA_PLATFORM
     return options
-
-
-def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> list[str]:
-    """Set the variables HIP and XLA read to find bitcode and ld.lld, never overriding the user's; say what was set."""
-    changed: list[str] = []
-
-    def set_default(name: str, value: str) -> None:
-        if name not in environ:
-            environ[name] = value
-            changed.append(f"{name}={value}")
-
-    set_default("ROCM_PATH", str(pip_rocm.root))
-    if pip_rocm.bitcode_dir is not None:
-        set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
-    if pip_rocm.lld_dir is not None:
-        path_entries = environ.get("PATH", "").split(os.pathsep)
-        if str(pip_rocm.lld_dir) not in path_entries:
-            environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
-            changed.append(f"PATH+={pip_rocm.lld_dir}")
-    return changed
 
 
 def initialize() -> None:

@@ -375,7 +375,7 @@ def _environment_at_load(facts: Facts) -> tuple[tuple[str, str], ...]:
     environment = facts.settings.runtime_environment
     if facts.pip_rocm is None:
         return environment
-    from jax_rocm7_plugin._loader import point_at_pip_rocm
+    from jax_rocm7_plugin._machine.rocm_pip import point_at_pip_rocm
 
     at_load = dict(environment)
     point_at_pip_rocm(facts.pip_rocm, at_load)

@@ -10,7 +10,8 @@ HIP and XLA at it, never overriding a variable the user set.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+import os
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,3 +75,23 @@ def bitcode_findings(pip_rocm: PipRocm) -> list[Finding]:
     from jax_rocm7_plugin import _findings as catalog
 
     return [] if pip_rocm.complete else [catalog.device_bitcode_missing((f"pip ROCm at {pip_rocm.root}",))]
+
+
+def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> list[str]:
+    """Set the variables HIP and XLA read to find bitcode and ld.lld, never overriding the user's; say what was set."""
+    changed: list[str] = []
+
+    def set_default(name: str, value: str) -> None:
+        if name not in environ:
+            environ[name] = value
+            changed.append(f"{name}={value}")
+
+    set_default("ROCM_PATH", str(pip_rocm.root))
+    if pip_rocm.bitcode_dir is not None:
+        set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
+    if pip_rocm.lld_dir is not None:
+        path_entries = environ.get("PATH", "").split(os.pathsep)
+        if str(pip_rocm.lld_dir) not in path_entries:
+            environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
+            changed.append(f"PATH+={pip_rocm.lld_dir}")
+    return changed

@@ -72,25 +72,16 @@ CHECKOUT_ROCM = dict(PAIRS)[JAX_RELEASE]
 def test_import_jax_prints_nothing_on_a_healthy_machine(
     host: Host, tmp_path: Path, build: Path, standin_library: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import os
     import subprocess
     import sys
 
-    from tests.support.environment import REPO
+    from tests.support.environment import plugin_environment
     from tests.support.fleet import build_host
 
     with monkeypatch.context() as patch:
         root, environ, _ = build_host(host, CHECKOUT_ROCM, tmp_path, build, patch)
         paths = [p for p in sys.path if str(tmp_path) in p]  # a pip ROCm's site-packages
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "ROCPROFILER_", "HSA_", "HIP_"))}
-    environ = {
-        **keep,
-        **environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), *paths]),
-        "JAX_ROCM_SYSROOT": str(root),
-        "JAX_ROCM_PJRT_LIBRARY": str(standin_library),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+    environ = plugin_environment(root, standin_library, tmp_path / "cache", python_path=tuple(paths), **environ)
     done = subprocess.run(
         [sys.executable, "-c", _IMPORT], env=environ, capture_output=True, text=True, timeout=180, cwd=tmp_path
     )

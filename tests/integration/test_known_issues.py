@@ -294,22 +294,13 @@ print(json.dumps({"before": before, "at_load": at_load, "platforms": platforms})
 
 def _loader_run(tmp_path: Path, library: Path, **variables: str) -> tuple[dict[str, dict[str, str | None]], str]:
     import json
-    import os
     import subprocess
     import sys
 
-    from tests.support.environment import REPO
+    from tests.support.environment import plugin_environment
 
     root = make_sysroot(tmp_path / "machine")
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "ROCPROFILER_", "HSA_", "DEBUG_"))}
-    environ = {
-        **keep,
-        "PYTHONPATH": str(REPO),
-        "JAX_ROCM_SYSROOT": str(root),
-        "JAX_ROCM_PJRT_LIBRARY": str(library),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        **variables,
-    }
+    environ = plugin_environment(root, library, tmp_path / "cache", **variables)
     done = subprocess.run(
         [sys.executable, "-c", _SPY], env=environ, capture_output=True, text=True, timeout=180, cwd=tmp_path
     )

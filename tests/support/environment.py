@@ -14,6 +14,26 @@ UPSTREAM_RELEASE = "0.10.0"
 TEST_CACHE = Path(os.environ.get("JAX_ROCM_TEST_CACHE", Path.home() / ".cache" / "jax-rocm7-tests"))
 
 
+# Variables of the test's own environment that would steer the plugin or the runtime under test.
+_STEERING = ("JAX_", "XLA_", "ROCPROFILER_", "HSA_", "HIP_", "DEBUG_")
+
+
+def plugin_environment(
+    root: Path, library: Path, cache: Path, *, python_path: tuple[str, ...] = (), **variables: str
+) -> dict[str, str]:
+    """This environment without the variables that steer the plugin, and the checkout's plugin on a synthetic
+    machine (`root`) with `library` as its PJRT library and `cache` for its verdicts."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(_STEERING)}
+    return {
+        **keep,
+        "PYTHONPATH": os.pathsep.join([str(REPO), *python_path]),
+        "JAX_ROCM_SYSROOT": str(root),
+        "JAX_ROCM_PJRT_LIBRARY": str(library),
+        "XDG_CACHE_HOME": str(cache),
+        **variables,
+    }
+
+
 def require(condition: bool, what: str) -> None:
     """Skip on a developer machine without `what`; fail in CI, whose script installs it."""
     if condition:

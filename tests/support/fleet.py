@@ -40,37 +40,11 @@ from tests.support.sysroots import (
 GIB = 1024**3
 # The processors whose rocBLAS/hipBLASLt/MIOpen kernel files each ROCm line ships (AMD's supported-GPU lists of
 # the ROCm 7 system requirements, Instinct and Radeon/Ryzen; TheRock's families for 7.1x). Fixture data.
-ROCM_KERNELS = {
-    "7.2": (
-        "gfx908",
-        "gfx90a",
-        "gfx942",
-        "gfx950",
-        "gfx1030",
-        "gfx1100",
-        "gfx1101",
-        "gfx1102",
-        "gfx1150",
-        "gfx1151",
-        "gfx1200",
-        "gfx1201",
-    ),
-    "7.14": (
-        "gfx908",
-        "gfx90a",
-        "gfx942",
-        "gfx950",
-        "gfx1030",
-        "gfx1100",
-        "gfx1101",
-        "gfx1102",
-        "gfx1150",
-        "gfx1151",
-        "gfx1152",
-        "gfx1200",
-        "gfx1201",
-    ),
-}
+_ROCM_7_2_KERNELS = (
+    "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151",
+    "gfx1200", "gfx1201",
+)  # fmt: skip
+ROCM_KERNELS = {"7.2": _ROCM_7_2_KERNELS, "7.14": (*_ROCM_7_2_KERNELS, "gfx1152")}
 # The ROCm each released pair serves (releases.json; 0.11.0 and 0.11.1 do not say: the 7.14 of 0.11.2).
 DEFAULT_ROCM = "7.14.0"
 

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jax_rocm7_plugin._loader import point_at_pip_rocm
-from jax_rocm7_plugin._machine.rocm_pip import find_pip_rocm, pip_rocm_in_use
+from jax_rocm7_plugin._machine.rocm_pip import find_pip_rocm, pip_rocm_in_use, point_at_pip_rocm
 from jax_rocm7_plugin._settings import read_settings
 
 
