@@ -32,6 +32,8 @@ DEFAULT_STEP_TIMEOUT = 60.0  # --deep: each step's deadline (the 256 MiB collect
 DEEP_VERDICT_SECONDS = 45.0
 RESOLVE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 2.0
+LINGER_SECONDS = 5.0  # a process other than 0 whose join failed waits this long at most for process 0's report
+LINGER_AFTER_CLOSE_SECONDS = 1.0
 WATCHDOG_SLACK_SECONDS = 15.0  # --deep: a watchdog that fired has said so by then (its probe of process 0: 4 s)
 USAGE_FIX = (
     "launch it the way the job is launched (srun, mpirun, a Kubernetes JobSet), or give --coordinator-address "
@@ -528,6 +530,8 @@ class _Run:
             return finding
         loopback = is_loopback_host(address.rpartition(":")[0], loopback_names())
         seen = probe.seen_up if probe is not None else False
+        if seen and probe is not None:
+            probe.linger_for_process_0()
         return failures.could_not_join(address, expected, self.options.timeout, seen, loopback, self._pid(), self.host)
 
 
@@ -552,6 +556,21 @@ class _CoordinatorProbe:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def linger_for_process_0(self) -> None:
+        """After a failed join, give process 0 the moment to write its report before this process exits: Open MPI
+        ends the whole job (SIGTERM) at the first non-zero exit, and process 0's join deadline falls at about the
+        same time as this one's. Waits until the coordinator stops answering (process 0's client has ended), then
+        LINGER_AFTER_CLOSE_SECONDS for its report; LINGER_SECONDS at most."""
+        deadline = time.monotonic() + LINGER_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(self.target, timeout=0.5):
+                    pass
+            except OSError:
+                time.sleep(min(LINGER_AFTER_CLOSE_SECONDS, max(0.0, deadline - time.monotonic())))
+                return
+            time.sleep(0.2)
 
 
 def port_taken(bind: str) -> str | None:

@@ -1,0 +1,37 @@
+"""A process other than 0 whose join failed waits for process 0's report before it exits (Open MPI ends the
+job at the first non-zero exit: seen in a full-suite run, process 0 was killed by SIGTERM before its report)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from jax_rocm7_plugin._cluster import preflight
+
+
+def _probe(port: int) -> preflight._CoordinatorProbe:
+    probe = preflight._CoordinatorProbe(f"127.0.0.1:{port}")
+    probe.stop()
+    return probe
+
+
+def test_it_waits_until_the_coordinator_closes_and_then_a_moment_for_the_report() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    threading.Timer(1.0, server.close).start()
+    started = time.monotonic()
+    _probe(port).linger_for_process_0()
+    waited = time.monotonic() - started
+    assert 1.0 + preflight.LINGER_AFTER_CLOSE_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS, waited
+
+
+def test_it_never_waits_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "LINGER_SECONDS", 2.0)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        started = time.monotonic()
+        _probe(server.getsockname()[1]).linger_for_process_0()
+        waited = time.monotonic() - started
+    assert preflight.LINGER_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS + 1.0, waited
