@@ -73,6 +73,8 @@ FindingId = Literal[
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
+# Errors after which the backend still comes up, but programs abort (the doctor's only: the loader registers).
+PROGRAMS_ABORT: frozenset[str] = frozenset({"math-library-gpu-unsupported"})
 SkewKind = Literal["jaxlib", "pjrt"]
 _REINSTALL_PJRT = f'pip install --force-reinstall "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"'
 _PIP_ROCM = f"{PLUGIN_DISTRIBUTION}[with-rocm]"  # the plugin with ROCm from pip
@@ -89,7 +91,8 @@ class Finding(NamedTuple):
 
     @property
     def blocks_rocm(self) -> bool:
-        """An error means jax will not get a RocmDevice."""
+        """An error: jax will not get a working RocmDevice (none at all, or, for PROGRAMS_ABORT, one whose programs
+        abort); the doctor's `ok` is False."""
         return self.severity == "error"
 
     def sentence(self) -> str:

@@ -74,9 +74,14 @@ def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:
 
 def render_text(report: Report, *, verbose: bool = False) -> str:
     usable = [g for g in report.gpus if g.usable and g.visible]
+    from jax_rocm7_plugin._findings import PROGRAMS_ABORT
+
+    targets = ", ".join(sorted({g.gfx_target or "unknown" for g in usable})) or "none"
+    errors = [f for f in report.findings if f.blocks_rocm]
     if report.ok:
-        targets = ", ".join(sorted({g.gfx_target or "unknown" for g in usable})) or "none"
         verdict = f"ROCm backend: available ({len(usable)} usable GPU(s): {targets})"
+    elif all(f.id in PROGRAMS_ABORT for f in errors):
+        verdict = f"ROCm backend: comes up ({len(usable)} GPU(s): {targets}), but programs will not run: see the error"
     else:
         verdict = "ROCm backend: unavailable; jax will use CPU"
     lines = [verdict]

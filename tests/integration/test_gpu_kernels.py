@@ -51,6 +51,9 @@ def test_a_gpu_rocblas_has_no_kernels_for_is_an_error_naming_the_library_the_gpu
     assert "system-requirements" in finding.fix
     assert any("librocblas.so.5 (the copy the dynamic loader takes)" in e for e in finding.evidence)
     assert any(e.startswith("gfx1103: no file matching") for e in finding.evidence)
+    from jax_rocm7_plugin._doctor.render import render_text
+
+    assert render_text(report).splitlines()[0].startswith("ROCm backend: comes up (1 GPU(s): gfx1103), but programs")
 
 
 def test_the_override_makes_the_libraries_read_the_files_of_the_processor_it_names(tmp_path: Path, build: Path) -> None:
