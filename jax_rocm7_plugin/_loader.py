@@ -11,7 +11,6 @@ and the fix, and a backend factory under 'rocm' that raises that same cause, so
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 import os
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 # without us (benchmarks/import_overhead.py). The pipeline imports each later step's
 # modules when it gets there.
 from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin import _warm
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
-PRIORITY = 500
+PRIORITY = _warm.PRIORITY
 
 
 class Plan(NamedTuple):
@@ -149,47 +149,80 @@ def initialize() -> None:
     try:
         _initialize()
     except Exception as error:  # noqa: BLE001 - jax would print a traceback; one line is kinder
-        platforms = _jax_platforms()
+        platforms = _warm.jax_platforms()
         if platforms is None:  # the settings may be what failed: the variable itself, as jax reads it
             platforms = os.environ.get("JAX_PLATFORMS")
         _report_unavailable(catalog.loader_internal_error(PLUGIN_VERSION, error), platforms or None)
 
 
-def _jax_platforms() -> str | None:
-    """jax's jax_platforms setting (jax reads JAX_PLATFORMS into it); None where jax's internals moved."""
-    try:
-        from jax._src import config
-
-        return str(config.jax_platforms.value or "")
-    except Exception:  # noqa: BLE001 - jax internals moved: the settings read the variable instead
-        return None
-
-
 def _initialize() -> None:
-    settings = read_settings(os.environ, platforms=_jax_platforms())  # the one read of the environment
+    raw_platforms = _warm.jax_platforms()
+    settings = read_settings(os.environ, platforms=raw_platforms)  # the one read of the environment
     platforms = settings.platforms or None
     if not rocm_in_platforms(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
         return
     facts = Facts(settings)
+    before = dict(os.environ)
     outcome = plan_registration(settings, apply_environment=True, facts=facts)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
         return
+    said: list[tuple[int, str]] = []
     for finding in outcome.warnings:  # an info (nothing to do) is said at info level: a healthy machine prints nothing
         level = logging.WARNING if finding.severity == "warning" else logging.INFO
-        logger.log(level, "ROCm backend: %s [%s]", finding.sentence(), finding.id)
+        said.append((level, f"ROCm backend: {finding.sentence()} [{finding.id}]"))
+    if outcome.workarounds:
+        said.append(
+            (
+                logging.INFO,
+                "ROCm backend: avoiding known issues (JAX_ROCM_WORKAROUNDS=0 turns this off): "
+                + "; ".join(outcome.workarounds),
+            )
+        )
+    for level, line in said:
+        logger.log(level, "%s", line)
     if outcome.environment_changes:
         logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
-    if outcome.workarounds:
-        logger.info(
-            "ROCm backend: avoiding known issues (JAX_ROCM_WORKAROUNDS=0 turns this off): %s",
-            "; ".join(outcome.workarounds),
-        )
-    _register(outcome, platforms, facts)
+    if _register(outcome, platforms, facts) and os.environ.get(_warm.WARM_VARIABLE) != "0":
+        _write_plan(outcome, before, said, raw_platforms, facts)
 
 
-def _register(plan: Plan, platforms: str | None, facts: Facts) -> None:
+def _write_plan(
+    plan: Plan, before: dict[str, str], said: list[tuple[int, str]], platforms: str | None, facts: Facts
+) -> None:
+    """What the next start on this machine needs to register without the checks (_warm.py)."""
+    from jax_rocm7_plugin._machine.native_modules import native_path
+    from jax_rocm7_plugin._safe_io import Deadline
+
+    root = str(facts.settings.sysroot)
+    extension = native_path("rocm_plugin_extension")
+    extension_path = str(extension) if extension.is_file() else None
+    lost = catalog.custom_calls_unavailable("{cause}", (f"library: {plan.library_path}",))
+    try:
+        machine = _warm.machine_facts(root)
+    except (Deadline, OSError):
+        return  # a machine that does not answer in time is checked afresh each start
+    _warm.write_plan(
+        before,
+        platforms,
+        {
+            "library": plan.library_path,
+            "said": said,
+            "set": [(k, v) for k, v in os.environ.items() if k != "PATH" and before.get(k) != v],
+            "path_prepend": [c.removeprefix("PATH+=") for c in plan.environment_changes if c.startswith("PATH+=")],
+            "preload": list(plan.preload),
+            "extension": extension_path,
+            "extension_missing": _extension_missing(plan),
+            "extension_lost": f"{lost.sentence()} [{lost.id}]",
+            "watched": _warm.watched_files(root, plan.library_path, before, extension_path),
+            "machine": machine,
+        },
+    )
+
+
+def _register(plan: Plan, platforms: str | None, facts: Facts) -> bool:
+    """True where the backend was registered as planned (custom calls aside)."""
     from jax._src import xla_bridge
     from jaxlib import xla_client
 
@@ -201,7 +234,7 @@ def _register(plan: Plan, platforms: str | None, facts: Facts) -> None:
                 ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as error:
             _report_unavailable(catalog.library_dependency_missing(str(error), plan.preload), platforms)
-            return
+            return False
         logger.debug("loaded %s before the PJRT library (its RUNPATH does not reach them)", ", ".join(plan.preload))
     try:
         c_api = xla_bridge.register_plugin(
@@ -214,7 +247,7 @@ def _register(plan: Plan, platforms: str | None, facts: Facts) -> None:
             ),
             platforms,
         )
-        return
+        return False
     _check_job_at_backend_start(facts, platforms)
     logger.debug(
         "registered backend %r from %s (%s, PJRT C API %s)",
@@ -225,11 +258,12 @@ def _register(plan: Plan, platforms: str | None, facts: Facts) -> None:
     )
     extension = _import_plugin_extension()
     if extension is None:
-        return
-    cause = _register_extension(extension, c_api, plan, xla_client)
+        return True
+    cause = _warm.register_extension(extension, c_api, _extension_missing(plan), xla_client)
     if cause is not None:  # the backend works; only what needs custom calls is lost
         finding = catalog.custom_calls_unavailable(cause, (f"library: {plan.library_path}",))
         logger.warning("ROCm backend: %s [%s]", finding.sentence(), finding.id)
+    return True
 
 
 def _import_plugin_extension() -> Any | None:
@@ -249,12 +283,8 @@ def _import_plugin_extension() -> Any | None:
         return None
 
 
-def _register_extension(extension: Any, c_api: Any, plan: Plan, xla_client: Any) -> str | None:
-    """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM; the cause if not all went.
-
-    A library without the extensions jaxlib's GPU plugin code needs (the CPU stand-in, say) gets no
-    handler: jaxlib would install it and then raise on every ROCM registration, queued or later.
-    """
+def _extension_missing(plan: Plan) -> str | None:
+    """What the library lacks for the extension's handlers (the CPU stand-in, say): then none is installed."""
     from jax_rocm7_plugin._binary import pjrt_api
 
     missing = [
@@ -267,28 +297,7 @@ def _register_extension(extension: Any, c_api: Any, plan: Plan, xla_client: Any)
     ]
     if missing:
         return f"the PJRT library offers no {' or '.join(missing)} extension, which jaxlib's ROCm modules need"
-    try:
-        xla_client.register_custom_type_handler(XLA_PLATFORM, functools.partial(extension.register_custom_type, c_api))
-        xla_client.register_custom_call_handler(
-            XLA_PLATFORM, functools.partial(extension.register_custom_call_target, c_api)
-        )
-        for name, value in extension.ffi_types().items():
-            xla_client.register_custom_type(name, value, platform=XLA_PLATFORM)
-        for name, value in extension.ffi_handlers().items():
-            xla_client.register_custom_call_target(name, value, platform=XLA_PLATFORM, api_version=1)
-    except Exception as error:  # noqa: BLE001 - jaxlib raises its own runtime error types
-        _withdraw_handlers(xla_client, XLA_PLATFORM)
-        return f"{type(error).__name__}: {error}"
     return None
-
-
-def _withdraw_handlers(xla_client: Any, platform: str) -> None:
-    """Take back handlers that failed, so later ROCM registrations queue instead of raising."""
-    name = getattr(xla_client, "xla_platform_names", {}).get(platform, platform)
-    for table in ("_custom_callback_handler", "_custom_type_id_handler"):
-        handlers = getattr(xla_client, table, None)
-        if isinstance(handlers, dict):
-            handlers.pop(name, None)
 
 
 class RocmUnavailable(RuntimeError):

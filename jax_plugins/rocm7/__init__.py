@@ -9,11 +9,17 @@ the standard library only, and states the finding id it reports (the catalog's, 
 
 DAMAGED_INSTALL = "plugin-install-damaged"
 LOADER = "jax_rocm7_plugin._loader"  # a test keeps it equal to _names.PLUGIN_PACKAGE's loader
+WARM = "jax_rocm7_plugin._warm"  # the plan of the last start, where it still holds (no checks imported)
 
 
 def initialize() -> None:
     import importlib
 
+    try:
+        if importlib.import_module(WARM).try_warm():
+            return
+    except Exception:  # noqa: BLE001 - whatever went wrong, the loader checks everything and says it
+        pass
     try:
         loader = importlib.import_module(LOADER)
     except Exception as error:  # noqa: BLE001 - jax would print a traceback for any of it

@@ -1,0 +1,326 @@
+"""The warm path: register the 'rocm' backend from a plan the last cold start wrote, when nothing it depends on
+has changed. `import jax; jax.devices()` on a GPU machine then pays for a few stats and small reads, not for
+the check pipeline, the known-issue data and the findings catalogue (benchmarks/warm_path.py).
+
+A plan is written by the loader (`_loader._register`) after a registration that went all the way, and holds
+what registration needs: the library, its C API and extensions, the libraries to preload, the variables the
+loader set (safe workarounds, a pip ROCm's), the warnings it said. It is found by a key over everything that
+can change the decision and is cheap to read (`plan_key`): the variables that steer the plugin, the runtime or
+jax, sys.path, the Python, jax and jaxlib, the sysroot, and this package's own files. It is used only where
+what it recorded still holds (`_still_holds`): the identity (size, mtime, ctime, inode, device) of every file
+it watched (the library, the ROCm the workarounds were chosen for, /etc/ld.so.cache), and the machine's facts
+the verdict came from (`machine_facts`: KFD topology nodes, /dev/kfd and render nodes with their owners and
+this user's access, WSL's /dev/dxg, the amdgpu module, /dev/shm's size, this user's groups), read under the
+machine probe's deadline. Anything else (no plan, a change, a job of several processes, an error) falls to the
+cold path, which checks everything and writes a new plan.
+
+Stdlib only, and nothing of this package but the foundation (_names, _safe_io).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
+
+PLAN_FORMAT = 1
+PRIORITY = 500  # the backend's, as jax's GPU plugins register theirs
+# Variables that can change what the checks decide, what the runtime does, or what jax does with the plugin.
+STEERING_PREFIXES = (
+    "JAX_",
+    "XLA_",
+    "HIP_",
+    "HSA_",
+    "ROCR_",
+    "ROCM_",
+    "ROCPROFILER_",
+    "DEBUG_HIP_",
+    "AMD_",
+    "GPU_",
+    "CUDA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "RUNFILES_",
+    "ROCBLAS_",
+    "HIPBLASLT_",
+    "MIOPEN_",
+    "SLURM_",
+    "OMPI_",
+)
+TOPOLOGY = "sys/class/kfd/kfd/topology"
+_SMALL = 16 * 1024
+_OWN_FOLDERS = ("", "_policy", "_machine", "_binary")  # this package's files the decision is made by
+
+logger = logging.getLogger(PLUGIN_PACKAGE)
+
+
+def _under(root: str, path: str) -> str:
+    return os.path.join(root, path.lstrip("/"))
+
+
+def _identity(path: str) -> list[int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
+
+
+def _sysroot(environ: dict[str, str] | os._Environ[str]) -> str:
+    return environ.get("JAX_ROCM_SYSROOT") or "/"
+
+
+def plans_dir(environ: Any) -> Path | None:
+    """Beside the load verdicts ($XDG_CACHE_HOME/jax-rocm7-plugin/plans); None where no absolute base."""
+    base = environ.get("XDG_CACHE_HOME") or ""
+    if not base.startswith("/"):
+        home = environ.get("HOME") or ""
+        if not home.startswith("/"):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / PLUGIN_DISTRIBUTION / "plans"
+
+
+@functools.cache
+def _own_files() -> str:
+    """The newest change among this package's decision-making files (a reinstall or an edit of a checkout)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    newest, count = 0, 0
+    for folder in _OWN_FOLDERS:
+        try:
+            with os.scandir(os.path.join(package, folder)) as entries:
+                for entry in entries:
+                    if entry.name.endswith((".py", ".json")):
+                        newest = max(newest, entry.stat().st_mtime_ns)
+                        count += 1
+        except OSError:
+            continue
+    return f"{newest}:{count}"
+
+
+def plan_key(environ: Any, platforms: str | None) -> str:
+    """What a plan is filed under: everything cheap that can change the decision."""
+    steering = sorted((k, v) for k, v in environ.items() if k.startswith(STEERING_PREFIXES))
+    versions = [getattr(sys.modules.get(m), "__version__", "") for m in ("jax.version", "jaxlib.version")]
+    parts = [str(PLAN_FORMAT), sys.version, *versions, str(platforms), json.dumps(steering), json.dumps(sys.path)]
+    parts += [_sysroot(environ), _own_files(), str(os.geteuid())]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def machine_facts(root: str) -> dict[str, Any]:
+    """The machine facts a verdict depends on, as the machine probe reads them (under its deadline)."""
+    from jax_rocm7_plugin._safe_io import read_text, with_deadline
+
+    def read() -> dict[str, Any]:
+        nodes_dir = _under(root, f"{TOPOLOGY}/nodes")
+        try:
+            nodes = sorted(os.listdir(nodes_dir), key=lambda n: (len(n), n))
+        except OSError:
+            nodes = None
+        properties = {}
+        for node in nodes or ():
+            try:
+                properties[node] = read_text(os.path.join(nodes_dir, node, "properties"), _SMALL)
+            except (OSError, ValueError) as error:
+                properties[node] = f"unreadable: {type(error).__name__}"
+        try:
+            renders = sorted(n for n in os.listdir(_under(root, "/dev/dri")) if n.startswith("renderD"))
+        except OSError:
+            renders = []
+        devices = {}
+        for device in ("/dev/kfd", "/dev/dxg", *(f"/dev/dri/{n}" for n in renders)):
+            path = _under(root, device)
+            try:
+                info = os.stat(path)
+                devices[device] = [
+                    info.st_mode,
+                    info.st_uid,
+                    info.st_gid,
+                    info.st_rdev,
+                    os.access(path, os.R_OK | os.W_OK),
+                ]
+            except OSError:
+                devices[device] = None
+        try:
+            shm = os.statvfs(_under(root, "/dev/shm"))
+            shm_bytes = shm.f_blocks * shm.f_frsize
+        except OSError:
+            shm_bytes = None
+        return {
+            "nodes": nodes,
+            "properties": properties,
+            "devices": devices,
+            "amdgpu": os.path.isdir(_under(root, "/sys/module/amdgpu")),
+            "shm": shm_bytes,
+            "groups": sorted(os.getgroups()),
+        }
+
+    return with_deadline(read)
+
+
+def watched_files(root: str, library: str, environ: Any, extension: str | None) -> dict[str, Any]:
+    """The files a plan depends on besides the machine: the library, the ROCm install the loader would read
+    (the /opt/rocm link or ROCM_PATH and its version file), the dynamic loader's cache, the extension module."""
+    rocm = _under(root, environ.get("ROCM_PATH") or "/opt/rocm")
+    paths = [library, rocm, os.path.join(rocm, ".info", "version"), _under(root, "/etc/ld.so.cache")]
+    paths += [extension] if extension else []
+    watched: dict[str, Any] = {p: _identity(p) for p in paths}
+    watched[f"realpath:{rocm}"] = os.path.realpath(rocm)  # /opt/rocm moved to another release
+    return watched
+
+
+def _still_holds(plan: dict[str, Any], root: str) -> str | None:
+    """None where every watched file and machine fact is as the plan recorded; else what changed."""
+    for path, identity in plan["watched"].items():
+        now = os.path.realpath(path[9:]) if path.startswith("realpath:") else _identity(path)
+        if now != identity:
+            return f"{path} changed"
+    if machine_facts(root) != plan["machine"]:
+        return "the machine's GPUs, device nodes or access changed"
+    return None
+
+
+def _read_plan(directory: Path, key: str) -> dict[str, Any] | None:
+    from jax_rocm7_plugin._safe_io import read_text
+
+    try:
+        plan: dict[str, Any] = json.loads(read_text(directory / f"{key}.json", 256 * 1024))
+    except (OSError, ValueError):
+        return None
+    return plan if plan.get("format") == PLAN_FORMAT else None
+
+
+def write_plan(environ: Any, platforms: str | None, plan: dict[str, Any]) -> None:
+    """File `plan` under this process's key, atomically; nothing where the cache is not writable."""
+    import contextlib
+
+    directory = plans_dir(environ)
+    if directory is None:
+        return
+    key = plan_key(environ, platforms)
+    partial = directory / f".{key}.{os.getpid()}.tmp"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps({"format": PLAN_FORMAT, **plan}), encoding="utf-8")
+        os.replace(partial, directory / f"{key}.json")
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _in_a_job() -> bool:
+    """jax.distributed is initialized with several processes: the job check runs, which only the cold path does."""
+    distributed = sys.modules.get("jax._src.distributed")
+    state = getattr(distributed, "global_state", None)
+    try:
+        return state is not None and state.client is not None and int(state.num_processes or 0) > 1
+    except (TypeError, ValueError):
+        return True
+
+
+WARM_VARIABLE = "JAX_ROCM_WARM"  # "0": always the cold path, and no plan written
+
+
+def jax_platforms() -> str | None:
+    """JAX_PLATFORMS as jax's config holds it (None where jax keeps it elsewhere)."""
+    try:
+        from jax._src import config
+
+        return str(config.jax_platforms.value or "")
+    except Exception:  # noqa: BLE001 - jax internals moved
+        return None
+
+
+def try_warm() -> bool:
+    """The entry module's first step: True where the backend was registered from a plan that still holds."""
+    if os.environ.get(WARM_VARIABLE) == "0":
+        return False
+    return register_from_plan(jax_platforms())
+
+
+def register_from_plan(platforms: str | None) -> bool:
+    """Register the backend from a plan that still holds; False (nothing done) where the cold path must run."""
+    environ = os.environ
+    directory = plans_dir(environ)
+    if directory is None or _in_a_job():
+        return False
+    plan = _read_plan(directory, plan_key(environ, platforms))
+    if plan is None:
+        return False
+    changed = _still_holds(plan, _sysroot(environ))
+    if changed is not None:
+        logger.debug("ROCm backend: the plan of the last start does not hold (%s); checking again", changed)
+        return False
+    register(plan)
+    return True
+
+
+def register(plan: dict[str, Any]) -> None:
+    """Set what the loader set, say what it said, and register (an error propagates: the cold path reports it)."""
+    import ctypes
+
+    from jax._src import xla_bridge
+    from jaxlib import xla_client
+
+    for level, line in plan["said"]:
+        logger.log(level, "%s", line)
+    for name, value in plan["set"]:
+        os.environ.setdefault(name, value)
+    for entry in plan["path_prepend"]:
+        parts = os.environ.get("PATH", "").split(os.pathsep)
+        if entry not in parts:
+            os.environ["PATH"] = os.pathsep.join([entry, *filter(None, parts)])
+    for path in plan["preload"]:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    options = dict(xla_client.generate_pjrt_gpu_plugin_options())
+    options["platform_name"] = XLA_PLATFORM
+    c_api = xla_bridge.register_plugin(BACKEND, priority=PRIORITY, library_path=plan["library"], options=options)
+    logger.debug("registered backend %r from %s (the plan of the last start)", BACKEND, plan["library"])
+    if plan["extension"] is None:
+        return
+    import importlib
+
+    try:
+        extension = importlib.import_module(f"{PLUGIN_PACKAGE}.rocm_plugin_extension")
+    except ImportError:
+        return
+    cause = register_extension(extension, c_api, plan["extension_missing"], xla_client)
+    if cause is not None:
+        logger.warning("ROCm backend: %s", plan["extension_lost"].replace("{cause}", cause))
+
+
+def register_extension(extension: Any, c_api: Any, missing: str | None, xla_client: Any) -> str | None:
+    """Hand the extension's custom calls and FFI types to jaxlib for platform ROCM; the cause if not all went.
+    `missing`: what the library lacks for it (then no handler is installed: jaxlib would raise on every ROCM
+    registration, queued or later)."""
+    if missing:
+        return missing
+    try:
+        xla_client.register_custom_type_handler(XLA_PLATFORM, functools.partial(extension.register_custom_type, c_api))
+        xla_client.register_custom_call_handler(
+            XLA_PLATFORM, functools.partial(extension.register_custom_call_target, c_api)
+        )
+        for name, value in extension.ffi_types().items():
+            xla_client.register_custom_type(name, value, platform=XLA_PLATFORM)
+        for name, value in extension.ffi_handlers().items():
+            xla_client.register_custom_call_target(name, value, platform=XLA_PLATFORM, api_version=1)
+    except Exception as error:  # noqa: BLE001 - jaxlib raises its own runtime error types
+        _withdraw_handlers(xla_client, XLA_PLATFORM)
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _withdraw_handlers(xla_client: Any, platform: str) -> None:
+    """Take back handlers that failed, so later ROCM registrations queue instead of raising."""
+    name = getattr(xla_client, "xla_platform_names", {}).get(platform, platform)
+    for table in ("_custom_callback_handler", "_custom_type_id_handler"):
+        handlers = getattr(xla_client, table, None)
+        if isinstance(handlers, dict):
+            handlers.pop(name, None)
