@@ -13,11 +13,14 @@ missing ROCm library is named once, at debug level, with the capability it costs
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from functools import cache
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from jax_rocm7_plugin._settings import Settings, read_settings
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._settings import Settings
 
 logger = logging.getLogger(__package__)  # the package: jax_rocm7_plugin
 _reported: set[str] = set()  # modules whose loss was logged already: once per process
@@ -25,16 +28,28 @@ _reported: set[str] = set()  # modules whose loss was logged already: once per p
 
 @cache
 def _settings() -> Settings:
-    import os
+    from jax_rocm7_plugin._settings import read_settings
 
     # The modules serve whatever JAX_PLATFORMS says (jaxlib imports them before jax reads it).
     return read_settings(os.environ, platforms="")
+
+
+def no_gpu_device_node() -> bool:
+    """Neither /dev/kfd nor WSL's /dev/dxg (under JAX_ROCM_SYSROOT where set): no AMD GPU can be used here,
+    whatever else the checks would find, so they are not imported to say it (a few stats inside every
+    `import jax` on a machine without one). A sysroot that is no absolute folder is left to the checks."""
+    root = os.environ.get("JAX_ROCM_SYSROOT") or "/"
+    if not os.path.isabs(root) or not os.path.isdir(root):
+        return False
+    return not any(os.path.exists(os.path.join(root, node)) for node in ("dev/kfd", "dev/dxg"))
 
 
 @cache
 def machine_can_use_gpu() -> bool:
     """The loader's cheap checks, through the machine probe: a usable AMD GPU (KFD and a render node
     we may open), or WSL's."""
+    if no_gpu_device_node():
+        return False
     from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 
     blocking, _ = first_blocking_finding(Facts(_settings()), through_machine=True)
