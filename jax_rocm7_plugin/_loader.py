@@ -161,12 +161,14 @@ def _initialize() -> None:
     platforms = settings.platforms or None
     if not rocm_in_platforms(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
+        _watch_for_hangs(rocm=False)
         return
     facts = Facts(settings)
     before = dict(os.environ)
     outcome = plan_registration(settings, apply_environment=True, facts=facts)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
+        _watch_for_hangs(rocm=False)
         return
     said: list[tuple[int, str]] = []
     for finding in outcome.warnings:  # an info (nothing to do) is said at info level: a healthy machine prints nothing
@@ -184,8 +186,36 @@ def _initialize() -> None:
         logger.log(level, "%s", line)
     if outcome.environment_changes:
         logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
-    if _register(outcome, platforms, facts) and os.environ.get(_warm.WARM_VARIABLE) != "0":
+    registered = _register(outcome, platforms, facts)
+    if registered and os.environ.get(_warm.WARM_VARIABLE) != "0":
         _write_plan(outcome, before, said, raw_platforms, facts)
+    _watch_for_hangs(rocm=registered)
+
+
+_hang_watcher: Any = None
+
+
+def _watch_for_hangs(*, rocm: bool) -> None:
+    """In a process of a multi-process job, the hang watcher (_job/hang.py): where the ROCm backend was
+    registered, or JAX_ROCM_HANG_PLATFORMS names another backend to watch (tests: cpu). Once per process."""
+    global _hang_watcher
+    state = _distributed_job()
+    if state is None or _hang_watcher is not None:
+        return
+    from jax_rocm7_plugin._job import hang
+
+    if not rocm and not hang.read_settings(os.environ).platforms:
+        return
+    try:
+        _hang_watcher = hang.start(
+            state.client,
+            int(state.process_id),
+            int(state.num_processes),
+            os.environ,
+            alive=lambda: state.client is not None,
+        )
+    except Exception as error:  # noqa: BLE001 - the watcher never harms the job
+        logger.debug("the hang watcher steps aside: %s: %s", type(error).__name__, error)
 
 
 def _write_plan(

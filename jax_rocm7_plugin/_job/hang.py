@@ -1,0 +1,318 @@
+"""A hung job names who holds it up: every process's place, compared through jax's coordination service.
+
+In a process of a multi-process job (jax.distributed initialized with several processes) a daemon thread samples
+where the main thread's Python stack is (sys._current_frames: file, line, function; never locals or arguments).
+A Python thread runs while the main thread waits in a cross-process collective: the wait releases the GIL
+(shown with jax 0.10.2 and 0.12.0 on the CPU backend over gloo). When the stack has not moved for
+JAX_ROCM_HANG_TIMEOUT seconds, the process asks the others (a key under `jax_rocm7/hang/ask/`); every process
+that can answer publishes its place under `jax_rocm7/hang/where/<ask>/<process>`; the lowest process that asked
+collects the answers by a deadline and says one report: the processes grouped by place, the group that waits in
+jax, and the odd ones with their place and host, or the ones that do not answer (frozen, dead, or a main thread
+that holds the GIL). All in one place is said once at info level and blames no one. JAX_ROCM_HANG_ACTION=exit
+makes every process leave with HANG_EXIT_CODE after the report.
+
+Every call to the service runs under its own deadline: a frozen process 0 freezes the service it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._record import NamedTuple
+
+logger = logging.getLogger(PLUGIN_PACKAGE)
+
+TIMEOUT_VARIABLE = "JAX_ROCM_HANG_TIMEOUT"  # seconds, or "off"
+ACTION_VARIABLE = "JAX_ROCM_HANG_ACTION"  # report | exit
+PLATFORMS_VARIABLE = "JAX_ROCM_HANG_PLATFORMS"  # backends besides rocm that arm the watcher (tests: cpu)
+DEFAULT_TIMEOUT = 600.0
+HANG_EXIT_CODE = 124  # as timeout(1) says "ran out of time"
+PREFIX = "jax_rocm7/hang"
+_JAX_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}{PLUGIN_PACKAGE}{os.sep}")
+_STDLIB = os.path.dirname(os.__file__)
+
+
+class HangSettings(NamedTuple):
+    timeout: float | None  # None: off
+    action: str  # "report" or "exit"
+    platforms: frozenset[str]
+    problems: tuple[str, ...] = ()
+
+
+def read_settings(environ: Mapping[str, str]) -> HangSettings:
+    """The watcher's variables; a bad value gets one sentence and the default."""
+    problems = []
+    raw = (environ.get(TIMEOUT_VARIABLE) or "").strip()
+    timeout: float | None = DEFAULT_TIMEOUT
+    if raw.lower() == "off":
+        timeout = None
+    elif raw:
+        try:
+            timeout = float(raw)
+            if not 0 < timeout < 10**7:
+                raise ValueError
+        except ValueError:
+            timeout = DEFAULT_TIMEOUT
+            problems.append(f"{TIMEOUT_VARIABLE}={raw!r} is no number of seconds (or off): {DEFAULT_TIMEOUT:g} s")
+    action = (environ.get(ACTION_VARIABLE) or "report").strip().lower()
+    if action not in ("report", "exit"):
+        problems.append(f"{ACTION_VARIABLE}={action!r} is neither report nor exit: report")
+        action = "report"
+    platforms = frozenset(p.strip() for p in (environ.get(PLATFORMS_VARIABLE) or "").split(",") if p.strip())
+    return HangSettings(timeout, action, platforms, tuple(problems))
+
+
+# --- where a thread is ---------------------------------------------------------------------------------------
+
+
+def frames_of(frame: Any) -> list[tuple[str, int, str]]:
+    """(file, line, function) from the outermost frame to `frame`: names only, never locals or arguments."""
+    found = []
+    while frame is not None:
+        found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return found[::-1]
+
+
+def _in_jax(path: str) -> bool:
+    return any(part in path for part in _JAX_PARTS)
+
+
+def place_of(frames: Sequence[tuple[str, int, str]]) -> tuple[str, bool]:
+    """The innermost frame of the user's code ("train.py:88 step"), and whether the thread is inside jax below
+    it (waiting in a collective, a compile, a transfer)."""
+    user = [i for i, (path, _, _) in enumerate(frames) if not _in_jax(path) and not path.startswith(_STDLIB)]
+    if not user:
+        path, line, name = frames[-1] if frames else ("?", 0, "?")
+        return f"{os.path.basename(path)}:{line} {name}", bool(frames) and _in_jax(path)
+    index = user[-1]
+    path, line, name = frames[index]
+    return f"{os.path.basename(path)}:{line} {name}", any(_in_jax(p) for p, _, _ in frames[index + 1 :])
+
+
+def _text(frames: Sequence[tuple[str, int, str]]) -> list[str]:
+    return [f"{path}:{line} {name}" for path, line, name in frames]
+
+
+# --- the report ----------------------------------------------------------------------------------------------
+
+
+class Answer(NamedTuple):
+    process: int
+    host: str
+    place: str
+    in_jax: bool
+    seconds: float
+    frames: tuple[str, ...]
+
+
+def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) -> tuple[str, str]:
+    """(level, the one-line report) for what the processes answered; processes not among `answers` did not."""
+    silent = [p for p in range(count) if p not in answers]
+    groups: dict[tuple[str, bool], list[Answer]] = {}
+    for answer in sorted(answers.values()):
+        groups.setdefault((answer.place, answer.in_jax), []).append(answer)
+    if not silent and len(groups) == 1:
+        (place, in_jax), members = next(iter(groups.items()))
+        seconds = min(a.seconds for a in members)
+        where = f"in jax ({place})" if in_jax else f"in {place}"
+        return "info", (
+            f"all {count} processes have been {where} for {seconds:.0f} s: a long step, compile or checkpoint "
+            "is in one place everywhere, which is no process holding the others up"
+        )
+    waiting = [g for g in groups.items() if g[0][1]]
+    main = max(waiting, key=lambda g: len(g[1])) if waiting else max(groups.items(), key=lambda g: len(g[1]))
+    (place, in_jax), members = main
+    seconds = min(a.seconds for a in members)
+    parts = [f"{len(members)} of {count} processes wait {'in jax ' if in_jax else 'in '}({place}) for {seconds:.0f} s"]
+    for (other_place, other_jax), others in groups.items():
+        if (other_place, other_jax) == (place, in_jax):
+            continue
+        names = ", ".join(f"process {a.process} ({a.host})" for a in others)
+        verb = "is" if len(others) == 1 else "are"
+        where = f"in jax ({other_place})" if other_jax else f"in {other_place}"
+        parts.append(f"{names} {verb} {where}: {'it holds' if len(others) == 1 else 'they hold'} the job up")
+    for process in silent:
+        parts.append(f"process {process} ({hosts.get(process, 'host unknown')}) does not answer: frozen or dead")
+    return "warning", "; ".join(parts)
+
+
+# --- the watcher ---------------------------------------------------------------------------------------------
+
+
+def _within(call: Callable[[], Any], seconds: float) -> Any:
+    """call() under its own deadline (TimeoutError): the service may be frozen with the process that holds it."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - handed over
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name="rocm-hang-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"the coordination service did not answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+class Watcher(threading.Thread):
+    def __init__(
+        self, client: Any, process: int, count: int, settings: HangSettings, alive: Callable[[], bool]
+    ) -> None:
+        super().__init__(name="rocm-hang-watcher", daemon=True)
+        assert settings.timeout is not None
+        self.client, self.process, self.count, self.settings, self.alive = client, process, count, settings, alive
+        self.timeout = settings.timeout
+        self.sample = min(5.0, max(0.2, self.timeout / 20))
+        self.call_seconds = max(2.0, 4 * self.sample)
+        self.main = threading.main_thread()
+        self.host = socket.gethostname()
+        self.answered: set[str] = set()
+        self.asks = 0
+
+    def _call(self, call: Callable[[], Any]) -> Any:
+        return _within(call, self.call_seconds)
+
+    def run(self) -> None:
+        try:
+            self._call(lambda: self.client.key_value_set(f"{PREFIX}/host/{self.process}", self.host))
+        except Exception:  # noqa: BLE001 - the watcher never harms the job
+            logger.debug("hang watcher: could not publish this host; watching on")
+        last, since, noticed = None, time.monotonic(), False
+        while self.alive():
+            time.sleep(self.sample)
+            frame = sys._current_frames().get(self.main.ident or 0)
+            if frame is None:
+                return  # the main thread ended
+            frames = frames_of(frame)
+            now = time.monotonic()
+            if frames != last:
+                last, since, noticed = frames, now, False
+            try:
+                self._answer(frames, now - since)
+                if not noticed and now - since >= self.timeout:
+                    noticed = True
+                    self._ask(frames, now - since)
+            except Exception as error:  # noqa: BLE001 - a service gone or frozen: say it once, never raise
+                logger.debug("hang watcher: %s: %s", type(error).__name__, error)
+
+    def _record(self, frames: list[tuple[str, int, str]], seconds: float) -> str:
+        place, in_jax = place_of(frames)
+        return json.dumps(
+            {"host": self.host, "place": place, "in_jax": in_jax, "seconds": round(seconds, 1), "frames": _text(frames)}
+        )
+
+    def _answer(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
+        """Publish this process's place for every ask not answered yet; leave where an exit was asked."""
+        for key, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/ask/")):
+            ask = key.rstrip("/").rsplit("/", 1)[-1]
+            if ask not in self.answered:
+                self.answered.add(ask)
+                record = self._record(frames, seconds)
+                self._call(lambda a=ask, r=record: self.client.key_value_set(f"{PREFIX}/where/{a}/{self.process}", r))
+        if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):
+            # Said before leaving: the reporter (process 0 holds the service) waits for it, else the others'
+            # clients would lose the service under them and jaxlib would abort them.
+            self._call(lambda: self.client.key_value_set(f"{PREFIX}/left/{self.process}", "1"))
+            logging.shutdown()
+            os._exit(HANG_EXIT_CODE)
+
+    def _ask(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
+        self.asks += 1
+        ask = f"{self.process}-{self.asks}"
+        self._call(lambda: self.client.key_value_set(f"{PREFIX}/ask/{ask}", str(self.process)))
+        self.answered.add(ask)
+        record = self._record(frames, seconds)
+        self._call(lambda: self.client.key_value_set(f"{PREFIX}/where/{ask}/{self.process}", record))
+        time.sleep(self.sample)  # others who noticed too have asked by now: the lowest of them reports
+        askers = {int(v) for _, v in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/ask/"))}
+        if min(askers, default=self.process) != self.process:
+            return
+        self._report(ask)
+
+    def _report(self, ask: str) -> None:
+        from jax_rocm7_plugin._job.store import read_published
+
+        deadline = time.monotonic() + self.call_seconds + 2 * self.sample
+        found = read_published(self.client, f"{PREFIX}/where/{ask}", range(self.count), deadline)
+        answers = {}
+        for process, text in found.items():
+            data = json.loads(text)
+            answers[process] = Answer(
+                process,
+                data["host"],
+                data["place"],
+                bool(data["in_jax"]),
+                float(data["seconds"]),
+                tuple(data["frames"]),
+            )
+        hosts = dict(answers and {p: a.host for p, a in answers.items()})
+        try:
+            for key, value in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/host/")):
+                hosts.setdefault(int(key.rstrip("/").rsplit("/", 1)[-1]), value)
+        except Exception:  # noqa: BLE001 - hosts are a courtesy
+            pass
+        level, line = report(answers, self.count, hosts)
+        where = self._write_stacks(answers)
+        if level == "info":
+            logger.info("ROCm job: %s", line)
+            return
+        logger.warning("ROCm job hangs: %s (every process's stack: %s)", line, where)
+        if self.settings.action == "exit":
+            self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
+            others = [p for p in answers if p != self.process]
+            deadline = time.monotonic() + self.call_seconds + 2 * self.sample
+            while time.monotonic() < deadline:  # the others leave first, while the service still answers
+                left = self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))
+                if {int(k.rstrip("/").rsplit("/", 1)[-1]) for k, _ in left} >= set(others):
+                    break
+                time.sleep(self.sample)
+            logging.shutdown()
+            os._exit(HANG_EXIT_CODE)
+
+    def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
+        import tempfile
+
+        path = os.path.join(tempfile.gettempdir(), f"jax-rocm7-hang-{os.getpid()}-{int(time.time())}.txt")
+        lines = []
+        for process in range(self.count):
+            answer = answers.get(process)
+            if answer is None:
+                lines.append(f"process {process}: no answer\n")
+                continue
+            lines.append(f"process {process} ({answer.host}), there for {answer.seconds:.0f} s:\n")
+            lines.extend(f"    {frame}\n" for frame in answer.frames)
+        try:
+            with open(path, "w", encoding="utf-8") as out:
+                out.writelines(lines)
+        except OSError as error:
+            return f"not written ({error})"
+        return path
+
+
+def start(
+    client: Any, process: int, count: int, environ: Mapping[str, str], alive: Callable[[], bool]
+) -> Watcher | None:
+    """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off)."""
+    settings = read_settings(environ)
+    for problem in settings.problems:
+        logger.warning("ROCm job: %s", problem)
+    if settings.timeout is None:
+        return None
+    watcher = Watcher(client, process, count, settings, alive)
+    watcher.start()
+    return watcher

@@ -1,0 +1,129 @@
+"""A hung job names who holds it up (_job/hang.py): three real processes join jax.distributed on localhost and
+run a jitted loop with a cross-process all-gather on jax's CPU backend over gloo (tests/support/hang_job.py,
+armed by JAX_ROCM_HANG_PLATFORMS=cpu, JAX_ROCM_HANG_TIMEOUT=3); one of them leaves the loop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._job import hang
+from tests.support.environment import REPO
+from tests.support.sysroots import make_sysroot
+
+JOB = REPO / "tests" / "support" / "hang_job.py"
+HANG_TIMEOUT = 3
+# From the moment the loop stops until the report: the timeout, a sample, the ask's grace and the collection.
+BOUND = HANG_TIMEOUT + 12
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_job(
+    tmp_path: Path,
+    seconds: float,
+    *,
+    steps: int = 10**6,
+    stop: int | None = None,
+    until: str | None = None,
+    **variables: str,
+) -> tuple[list[str], list[int | None]]:
+    """Start the three processes, wait up to `seconds` or until an output holds `until` (SIGSTOP process `stop`
+    once the loop runs), end them all; each process's output, and its exit code before it was ended."""
+    root = make_sysroot(tmp_path / "machine", [], topology=False, amdgpu_module=False, kfd=False)
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    environ = {
+        **keep,
+        "PYTHONPATH": str(REPO),
+        "JAX_ROCM_SYSROOT": str(root),
+        "JAX_PLATFORMS": "cpu",
+        "JAX_ROCM_HANG_PLATFORMS": "cpu",
+        "JAX_ROCM_HANG_TIMEOUT": str(HANG_TIMEOUT),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **variables,
+    }
+    port = free_port()
+    outs = [tmp_path / f"process-{i}.txt" for i in range(3)]
+    started = [
+        subprocess.Popen(
+            [sys.executable, str(JOB), str(i), "3", str(port), str(steps)],
+            env=environ,
+            stdout=out.open("w"),
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+        )
+        for i, out in enumerate(outs)
+    ]
+    deadline = time.monotonic() + seconds
+    try:
+        if stop is not None:
+            while time.monotonic() < deadline and "devices" not in outs[stop].read_text():
+                time.sleep(0.2)
+            time.sleep(1.0)
+            started[stop].send_signal(signal.SIGSTOP)
+        while time.monotonic() < deadline and any(p.poll() is None for p in started):
+            if until is not None and any(until in out.read_text() for out in outs):
+                time.sleep(0.5)  # the rest of the report's line
+                break
+            time.sleep(0.2)
+    finally:
+        codes = [p.poll() for p in started]
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            process.wait(timeout=30)
+    return [out.read_text() for out in outs], codes
+
+
+def said(outputs: list[str], marker: str) -> list[str]:
+    return [line for text in outputs for line in text.splitlines() if marker in line]
+
+
+@pytest.mark.parametrize("fault", ["sleep", "spin"])
+def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, fault: str) -> None:
+    outputs, _ = run_job(tmp_path, 20 + BOUND, until="ROCm job hangs:", FAULT=fault, FAULT_PROCESS="1")
+    (line,) = said(outputs, "ROCm job hangs:")
+    assert "2 of 3 processes wait in jax (hang_job.py" in line
+    assert "process 1 (" in line and "leave_the_loop: it holds the job up" in line
+    stacks = Path(line.rsplit("every process's stack: ", 1)[1].rstrip(")"))
+    text = stacks.read_text()
+    assert "process 1" in text and "leave_the_loop" in text and "locals" not in text
+
+
+def test_a_frozen_process_is_named_as_not_answering(tmp_path: Path) -> None:
+    outputs, _ = run_job(tmp_path, 20 + BOUND, stop=2, until="ROCm job hangs:")
+    (line,) = said(outputs, "ROCm job hangs:")
+    assert "process 2 (" in line and "does not answer: frozen or dead" in line
+    assert "2 of 3 processes wait in jax" in line
+
+
+def test_all_in_one_place_blames_no_one_and_never_exits(tmp_path: Path) -> None:
+    """Every process in the same place (a long step, a checkpoint): said at info level, nobody leaves."""
+    outputs, codes = run_job(
+        tmp_path, 10 + BOUND, FAULT="sleep", FAULT_PROCESS="-2", JAX_ROCM_HANG_ACTION="exit", until="all 3 processes"
+    )
+    assert said(outputs, "ROCm job hangs:") == [] and codes == [None, None, None]
+
+
+def test_exit_makes_every_process_leave_with_the_stated_code(tmp_path: Path) -> None:
+    outputs, codes = run_job(tmp_path, 20 + BOUND, FAULT="sleep", FAULT_PROCESS="1", JAX_ROCM_HANG_ACTION="exit")
+    assert len(said(outputs, "ROCm job hangs:")) == 1
+    assert codes == [hang.HANG_EXIT_CODE] * 3, codes
+
+
+def test_a_healthy_loop_reports_nothing(tmp_path: Path) -> None:
+    outputs, _ = run_job(tmp_path, 60, steps=200)
+    assert all("done" in text for text in outputs), outputs
+    assert said(outputs, "ROCm job") == []

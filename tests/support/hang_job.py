@@ -1,0 +1,52 @@
+"""Test fixture, never shipped: one process of a job that runs a jitted loop with a cross-process collective on
+jax's CPU backend (gloo), where process FAULT_PROCESS leaves the loop at step FAULT_STEP and then sleeps
+(FAULT=sleep) or spins in Python (FAULT=spin); FAULT_PROCESS=-2: every process does; FAULT=none runs the
+loop to its end.
+
+    python hang_job.py PROCESS COUNT PORT STEPS
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def leave_the_loop(kind: str) -> None:
+    if kind == "sleep":
+        time.sleep(600)
+    while kind == "spin":
+        pass
+
+
+def main() -> None:
+    process, count, port, steps = (int(a) for a in sys.argv[1:5])
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")  # the info lines too
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"127.0.0.1:{port}", count, process, initialization_timeout=60)
+    import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+
+    step = jax.jit(lambda x: x * 2.0 + 1.0)
+    fault, at, who = (
+        os.environ.get("FAULT", "none"),
+        int(os.environ.get("FAULT_STEP", "3")),
+        int(os.environ.get("FAULT_PROCESS", "-1")),
+    )
+    print(f"process {process}: devices {jax.devices()}", flush=True)
+    for n in range(steps):
+        if n == at and (process == who or who == -2):  # -2: every process (all in one place)
+            print(f"process {process}: leaving the loop ({fault})", flush=True)
+            leave_the_loop(fault)
+        multihost_utils.process_allgather(step(jnp.ones(2) * n))
+    print(f"process {process}: done", flush=True)
+    jax.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
