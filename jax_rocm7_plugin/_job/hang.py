@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
@@ -287,7 +287,8 @@ class Watcher(threading.Thread):
     def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
         import tempfile
 
-        path = os.path.join(tempfile.gettempdir(), f"jax-rocm7-hang-{os.getpid()}-{int(time.time())}.txt")
+        name = f"{PLUGIN_DISTRIBUTION.removesuffix('-plugin')}-hang-{os.getpid()}-{int(time.time())}.txt"
+        path = os.path.join(tempfile.gettempdir(), name)
         lines = []
         for process in range(self.count):
             answer = answers.get(process)

@@ -1,0 +1,63 @@
+"""The hang report's wording and grouping, and the watcher's variables (_job/hang.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from jax_rocm7_plugin._job import hang
+from jax_rocm7_plugin._job.hang import Answer, report
+
+JAX = os.path.join(os.sep, "venv", "lib", "python3.11", "site-packages", "jax", "_src", "array.py")
+
+
+def answer(process: int, place: str, in_jax: bool, host: str = "node-1", seconds: float = 612) -> Answer:
+    return Answer(process, host, place, in_jax, seconds, ())
+
+
+def test_the_odd_process_is_named_with_its_place_and_host() -> None:
+    answers = {p: answer(p, "train.py:88 step", True) for p in range(16) if p != 7}
+    answers[7] = answer(7, "data.py:55 load_batch", False, host="node-3")
+    level, line = report(answers, 16, {})
+    assert level == "warning"
+    assert line == (
+        "15 of 16 processes wait in jax (train.py:88 step) for 612 s; "
+        "process 7 (node-3) is in data.py:55 load_batch: it holds the job up"
+    )
+
+
+def test_a_silent_process_is_named_with_the_host_it_published() -> None:
+    answers = {p: answer(p, "train.py:88 step", True) for p in (0, 1)}
+    level, line = report(answers, 3, {2: "node-9"})
+    assert level == "warning" and line.endswith("process 2 (node-9) does not answer: frozen or dead")
+
+
+def test_all_in_one_place_is_info_and_blames_no_one() -> None:
+    answers = {p: answer(p, "ckpt.py:12 save", False, seconds=700 + p) for p in range(4)}
+    level, line = report(answers, 4, {})
+    assert level == "info" and "all 4 processes have been in ckpt.py:12 save for 700 s" in line
+    assert "holds" not in line.replace("holding", "")
+
+
+def test_the_place_is_the_innermost_frame_of_the_users_code() -> None:
+    frames = [("/home/me/train.py", 10, "<module>"), ("/home/me/train.py", 88, "step"), (JAX, 400, "__array__")]
+    assert hang.place_of(frames) == ("train.py:88 step", True)
+    assert hang.place_of(frames[:2]) == ("train.py:88 step", False)
+
+
+@pytest.mark.parametrize(
+    ("environ", "timeout", "action", "problems"),
+    [
+        ({}, 600.0, "report", 0),
+        ({"JAX_ROCM_HANG_TIMEOUT": "off"}, None, "report", 0),
+        ({"JAX_ROCM_HANG_TIMEOUT": "30", "JAX_ROCM_HANG_ACTION": "exit"}, 30.0, "exit", 0),
+        ({"JAX_ROCM_HANG_TIMEOUT": "soon"}, 600.0, "report", 1),
+        ({"JAX_ROCM_HANG_TIMEOUT": "-5", "JAX_ROCM_HANG_ACTION": "kill"}, 600.0, "report", 2),
+    ],
+)
+def test_a_bad_value_gets_one_sentence_and_the_default(
+    environ: dict[str, str], timeout: float | None, action: str, problems: int
+) -> None:
+    settings = hang.read_settings(environ)
+    assert (settings.timeout, settings.action, len(settings.problems)) == (timeout, action, problems)
