@@ -188,10 +188,8 @@ class Watcher(threading.Thread):
         return _within(call, self.call_seconds)
 
     def run(self) -> None:
-        try:
-            self._call(lambda: self.client.key_value_set(f"{PREFIX}/host/{self.process}", self.host))
-        except Exception:  # noqa: BLE001 - the watcher never harms the job
-            logger.debug("hang watcher: could not publish this host; watching on")
+        # Nothing is published while the job is healthy: the service holds this watcher's keys only once a
+        # process has noticed (its ask, every answer).
         last, since, noticed = None, time.monotonic(), False
         while self.alive():
             time.sleep(self.sample)
@@ -260,12 +258,7 @@ class Watcher(threading.Thread):
                 float(data["seconds"]),
                 tuple(data["frames"]),
             )
-        hosts = dict(answers and {p: a.host for p, a in answers.items()})
-        try:
-            for key, value in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/host/")):
-                hosts.setdefault(int(key.rstrip("/").rsplit("/", 1)[-1]), value)
-        except Exception:  # noqa: BLE001 - hosts are a courtesy
-            pass
+        hosts = {p: a.host for p, a in answers.items()}  # a process that does not answer has said no host
         level, line = report(answers, self.count, hosts)
         where = self._write_stacks(answers)
         if level == "info":
