@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._names import BACKEND
 from jax_rocm7_plugin._record import NamedTuple
 
 SYSROOT = "JAX_ROCM_SYSROOT"
@@ -219,13 +219,10 @@ def _sysroot_finding(value: str) -> Finding | None:
 
 
 def _cache_dir(environ: Mapping[str, str]) -> Path | None:
-    base = environ.get("XDG_CACHE_HOME") or ""
-    if not base.startswith("/"):
-        home = environ.get("HOME") or ""
-        if not home.startswith("/"):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / PLUGIN_DISTRIBUTION / "load-verdicts"
+    from jax_rocm7_plugin._warm import cache_root
+
+    root = cache_root(environ)
+    return root / "load-verdicts" if root is not None else None
 
 
 def platforms_findings(settings: Settings) -> list[Finding]:

@@ -77,15 +77,22 @@ def _sysroot(environ: dict[str, str] | os._Environ[str]) -> str:
     return environ.get("JAX_ROCM_SYSROOT") or "/"
 
 
-def plans_dir(environ: Any) -> Path | None:
-    """Beside the load verdicts ($XDG_CACHE_HOME/jax-rocm7-plugin/plans); None where no absolute base."""
+def cache_root(environ: Any) -> Path | None:
+    """This plugin's cache ($XDG_CACHE_HOME, else ~/.cache, /jax-rocm7-plugin): load verdicts and plans live
+    there; None where neither gives an absolute base."""
     base = environ.get("XDG_CACHE_HOME") or ""
     if not base.startswith("/"):
         home = environ.get("HOME") or ""
         if not home.startswith("/"):
             return None
         base = os.path.join(home, ".cache")
-    return Path(base) / PLUGIN_DISTRIBUTION / "plans"
+    return Path(base) / PLUGIN_DISTRIBUTION
+
+
+def plans_dir(environ: Any) -> Path | None:
+    """Beside the load verdicts: <cache_root>/plans."""
+    root = cache_root(environ)
+    return root / "plans" if root is not None else None
 
 
 @functools.cache
