@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import socket
 import sys
 import threading
@@ -53,7 +54,7 @@ def read_settings(environ: Mapping[str, str]) -> HangSettings:
     problems = []
     raw = (environ.get(TIMEOUT_VARIABLE) or "").strip()
     timeout: float | None = DEFAULT_TIMEOUT
-    if raw.lower() == "off" or not raw:  # opt-in until its cost in long jobs is measured (see the README)
+    if raw.lower() == "off":
         timeout = None
     elif raw:
         try:
@@ -142,31 +143,54 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
         where = f"in jax ({other_place})" if other_jax else f"in {other_place}"
         parts.append(f"{names} {verb} {where}: {'it holds' if len(others) == 1 else 'they hold'} the job up")
     for process in silent:
-        parts.append(f"process {process} ({hosts.get(process, 'host unknown')}) does not answer: frozen or dead")
+        host = hosts.get(process, "host unknown")
+        parts.append(f"process {process} ({host}) does not answer: frozen, dead, or its main thread holds the GIL")
     return "warning", "; ".join(parts)
 
 
 # --- the watcher ---------------------------------------------------------------------------------------------
 
 
-def _within(call: Callable[[], Any], seconds: float) -> Any:
-    """call() under its own deadline (TimeoutError): the service may be frozen with the process that holds it."""
-    outcome: dict[str, Any] = {}
+class _Caller:
+    """Runs the watcher's calls to the coordination service on a helper thread, each under its own deadline
+    (TimeoutError): the service may be frozen with the process that holds it. One helper thread serves every
+    call; a new one is started only where the last is stuck, because CPython 3.12+ starts no thread once the
+    interpreter is finishing, which is when an exit asked of the job may still have to be said."""
 
-    def run() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as error:  # noqa: BLE001 - handed over
-            outcome["error"] = error
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] | None = None
+        self._busy = threading.Event()
 
-    worker = threading.Thread(target=run, name="rocm-hang-call", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeoutError(f"the coordination service did not answer within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    def _serve(self, jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]]) -> None:
+        while True:
+            call, outcome, done = jobs.get()
+            try:
+                outcome["value"] = call()
+            except BaseException as error:  # noqa: BLE001 - handed over
+                outcome["error"] = error
+            done.set()
+
+    def start(self) -> None:
+        jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, args=(jobs,), name="rocm-hang-call", daemon=True).start()
+        self._jobs = jobs
+
+    def __call__(self, call: Callable[[], Any], seconds: float) -> Any:
+        if self._jobs is None:
+            try:
+                self.start()
+            except RuntimeError as error:  # the interpreter is finishing: no new thread
+                raise TimeoutError(f"no thread for the coordination service's call: {error}") from error
+        assert self._jobs is not None
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((call, outcome, done))
+        if not done.wait(seconds):
+            self._jobs = None  # stuck in the service: the next call gets a new helper thread
+            raise TimeoutError(f"the coordination service did not answer within {seconds:g} s")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("value")
 
 
 class Watcher(threading.Thread):
@@ -183,9 +207,11 @@ class Watcher(threading.Thread):
         self.host = socket.gethostname()
         self.answered: set[str] = set()
         self.asks = 0
+        self.caller = _Caller()
+        self.caller.start()  # now, while threads can start
 
     def _call(self, call: Callable[[], Any]) -> Any:
-        return _within(call, self.call_seconds)
+        return self.caller(call, self.call_seconds)
 
     def run(self) -> None:
         # Nothing is published while the job is healthy: the service holds this watcher's keys only once a
@@ -225,9 +251,10 @@ class Watcher(threading.Thread):
         if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):
             # Said before leaving: the reporter (process 0 holds the service) waits for it, else the others'
             # clients would lose the service under them and jaxlib would abort them.
-            self._call(lambda: self.client.key_value_set(f"{PREFIX}/left/{self.process}", "1"))
-            logging.shutdown()
-            os._exit(HANG_EXIT_CODE)
+            try:
+                self._call(lambda: self.client.key_value_set(f"{PREFIX}/left/{self.process}", "1"))
+            finally:
+                _leave()
 
     def _ask(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
         self.asks += 1
@@ -266,16 +293,25 @@ class Watcher(threading.Thread):
             return
         logger.warning("ROCm job hangs: %s (every process's stack: %s)", line, where)
         if self.settings.action == "exit":
-            self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
-            others = [p for p in answers if p != self.process]
-            deadline = time.monotonic() + self.call_seconds + 2 * self.sample
-            while time.monotonic() < deadline:  # the others leave first, while the service still answers
+            try:
+                self._see_the_others_leave([p for p in answers if p != self.process])
+            finally:  # whatever the service did meanwhile: the job was asked to end
+                _leave()
+
+    def _see_the_others_leave(self, others: list[int]) -> None:
+        """Ask every process to leave, and wait (by a deadline) until those that answered have: they leave first,
+        while the service this process may hold still answers."""
+        self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
+        deadline = time.monotonic() + self.call_seconds + 2 * self.sample
+        while time.monotonic() < deadline:
+            try:
                 left = self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))
-                if {int(k.rstrip("/").rsplit("/", 1)[-1]) for k, _ in left} >= set(others):
-                    break
-                time.sleep(self.sample)
-            logging.shutdown()
-            os._exit(HANG_EXIT_CODE)
+            except Exception as error:  # noqa: BLE001 - gone or frozen: nothing more to wait for
+                logger.debug("hang watcher: %s: %s", type(error).__name__, error)
+                return
+            if {int(k.rstrip("/").rsplit("/", 1)[-1]) for k, _ in left} >= set(others):
+                return
+            time.sleep(self.sample)
 
     def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
         import tempfile
@@ -298,10 +334,17 @@ class Watcher(threading.Thread):
         return path
 
 
+def _leave() -> None:
+    """End this process with HANG_EXIT_CODE now: no atexit handler (jax's would wait in the shutdown barrier for
+    processes that are gone), no thread joined."""
+    logging.shutdown()
+    os._exit(HANG_EXIT_CODE)
+
+
 def start(
     client: Any, process: int, count: int, environ: Mapping[str, str], alive: Callable[[], bool]
 ) -> Watcher | None:
-    """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off)."""
+    """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off; default 600 s)."""
     settings = read_settings(environ)
     for problem in settings.problems:
         logger.warning("ROCm job: %s", problem)

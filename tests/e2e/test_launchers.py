@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -307,3 +308,30 @@ def test_the_deep_preflight_under_the_launcher(
         ("all-reduce", 1024 * 1024, "host:node-0"),
     ]
     assert {c["ranks"] for c in report["collectives"]} == {4}
+
+
+@GROUP
+def test_a_hung_job_is_named_and_ended_under_srun(launch: Callable[[str, Combo], Launch], tmp_path: Path) -> None:
+    """Issue 36 under the real launcher, with jax 0.12.0 from our wheels: task 1 leaves the training loop and
+    sleeps; the hang watcher names it with its host, and JAX_ROCM_HANG_ACTION=exit ends every task with 124, so
+    the step ends (the scheduler may restart the job) instead of waiting out its time limit."""
+    from jax_rocm7_plugin._job import hang
+
+    job = launch("srun", JAX_012)
+    variables = {
+        "JAX_PLATFORMS": "cpu",
+        "JAX_ROCM_HANG_PLATFORMS": "cpu",
+        "JAX_ROCM_HANG_TIMEOUT": "3",
+        "JAX_ROCM_HANG_ACTION": "exit",
+        "FAULT": "sleep",
+        "FAULT_PROCESS": "1",
+    }
+    argv = [str(job.python), str(REPO / "tests" / "support" / "hang_job.py"), "auto", "1000000"]
+    cluster: SlurmCluster = job.request.getfixturevalue("slurm")
+    environ = {**clean_env(), "XDG_CACHE_HOME": str(tmp_path / "cache"), **variables}
+    outcome = cluster.srun(3, argv, environ, 120, tmp_path)
+    said = [line for line in (outcome.stdout + outcome.stderr).splitlines() if "ROCm job hangs:" in line]
+    assert len(said) == 1, (outcome.stdout[-3000:], outcome.stderr[-3000:])
+    assert "2 of 3 processes wait in jax (hang_job.py" in said[0]
+    assert f"process 1 ({socket.gethostname()}) is in hang_job.py" in said[0] and "leave_the_loop" in said[0]
+    assert outcome.returncode == hang.HANG_EXIT_CODE, (outcome.returncode, outcome.stderr[-3000:])

@@ -105,8 +105,17 @@ def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, 
 def test_a_frozen_process_is_named_as_not_answering(tmp_path: Path) -> None:
     outputs, _ = run_job(tmp_path, 20 + BOUND, stop=2, until="ROCm job hangs:")
     (line,) = said(outputs, "ROCm job hangs:")
-    assert "process 2 (" in line and "does not answer: frozen or dead" in line
+    assert "process 2 (" in line and "does not answer: frozen, dead" in line
     assert "2 of 3 processes wait in jax" in line
+
+
+def test_a_main_thread_that_holds_the_gil_is_named_by_the_others(tmp_path: Path) -> None:
+    """Process 1's main thread sits in a C call that keeps the GIL (ctypes.PyDLL): its own watcher cannot run,
+    the others name it."""
+    outputs, _ = run_job(tmp_path, 20 + BOUND, until="ROCm job hangs:", FAULT="gil", FAULT_PROCESS="1")
+    (line,) = said(outputs, "ROCm job hangs:")
+    assert "2 of 3 processes wait in jax" in line
+    assert "process 1 (host unknown) does not answer: frozen, dead, or its main thread holds the GIL" in line
 
 
 def test_all_in_one_place_blames_no_one_and_never_exits(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Test fixture, never shipped: one process of a job that runs a jitted loop with a cross-process collective on
 jax's CPU backend (gloo), where process FAULT_PROCESS leaves the loop at step FAULT_STEP and then sleeps
-(FAULT=sleep) or spins in Python (FAULT=spin); FAULT_PROCESS=-2: every process does; FAULT=none runs the
-loop to its end.
+(FAULT=sleep), spins in Python (FAULT=spin) or sits in a C call that keeps the GIL (FAULT=gil);
+FAULT_PROCESS=-2: every process does; FAULT=none runs the loop to its end.
 
     python hang_job.py PROCESS COUNT PORT STEPS
+    python hang_job.py auto STEPS        (under a launcher: jax's own cluster detection)
 """
 
 from __future__ import annotations
@@ -18,17 +19,26 @@ def leave_the_loop(kind: str) -> None:
         time.sleep(600)
     while kind == "spin":
         pass
+    if kind == "gil":
+        import ctypes
+
+        ctypes.PyDLL(None).sleep(600)  # PyDLL calls keep the GIL: libc's sleep(3) with no thread let run
 
 
 def main() -> None:
-    process, count, port, steps = (int(a) for a in sys.argv[1:5])
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")  # the info lines too
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{port}", count, process, initialization_timeout=60)
+    if sys.argv[1] == "auto":
+        steps = int(sys.argv[2])
+        jax.distributed.initialize(initialization_timeout=60)
+    else:
+        process, count, port, steps = (int(a) for a in sys.argv[1:5])
+        jax.distributed.initialize(f"127.0.0.1:{port}", count, process, initialization_timeout=60)
+    process = jax.process_index()
     import jax.numpy as jnp
     from jax.experimental import multihost_utils
 

@@ -30,7 +30,8 @@ def test_the_odd_process_is_named_with_its_place_and_host() -> None:
 def test_a_silent_process_is_named_with_the_host_it_published() -> None:
     answers = {p: answer(p, "train.py:88 step", True) for p in (0, 1)}
     level, line = report(answers, 3, {2: "node-9"})
-    assert level == "warning" and line.endswith("process 2 (node-9) does not answer: frozen or dead")
+    assert level == "warning"
+    assert line.endswith("process 2 (node-9) does not answer: frozen, dead, or its main thread holds the GIL")
 
 
 def test_all_in_one_place_is_info_and_blames_no_one() -> None:
@@ -49,7 +50,8 @@ def test_the_place_is_the_innermost_frame_of_the_users_code() -> None:
 @pytest.mark.parametrize(
     ("environ", "timeout", "action", "problems"),
     [
-        ({}, None, "report", 0),  # opt-in for now
+        ({}, 600.0, "report", 0),  # on by default
+        ({"JAX_ROCM_HANG_TIMEOUT": " OFF "}, None, "report", 0),
         ({"JAX_ROCM_HANG_TIMEOUT": "600"}, 600.0, "report", 0),
         ({"JAX_ROCM_HANG_TIMEOUT": "off"}, None, "report", 0),
         ({"JAX_ROCM_HANG_TIMEOUT": "30", "JAX_ROCM_HANG_ACTION": "exit"}, 30.0, "exit", 0),
