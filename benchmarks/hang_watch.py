@@ -1,13 +1,22 @@
-"""What the hang watcher costs a running job: one sample (the main thread's stack, and a listing of the asks in
-the coordination service), timed, and its share of the job at the sampling period.
+"""What the hang watcher costs a running job, two ways.
 
-    python benchmarks/hang_watch.py [--samples 200] [--python PYTHON]
+    python benchmarks/hang_watch.py sample [--samples 200] [--python PYTHON]
+    python benchmarks/hang_watch.py loop [--rounds 16] [--block-seconds 2] [--timeout 4] [--python PYTHON]
 
-Two real processes join jax.distributed on localhost (CPU backend). In process 0, while its main thread runs a
-jitted loop with a cross-process all-gather, a thread times SAMPLES samples of the watcher (_job/hang.py,
-`Watcher` with the default settings: sys._current_frames, the frames' names, key_value_dir_get of the asks). It
-prints the median wall time and CPU time of a sample, and that CPU time as a share of one core at the default
-period (JAX_ROCM_HANG_TIMEOUT=600: a sample every 5 s) and at the shortest (0.2 s, timeouts of 4 s and less).
+Two real processes join jax.distributed on localhost (CPU backend, collectives over gloo).
+
+`sample`: in process 0, while a thread runs a jitted loop with a cross-process all-gather, SAMPLES samples of
+the watcher (_job/hang.py, `Watcher` with the default settings: sys._current_frames, the frames' names,
+key_value_dir_get of the asks) are timed. It prints the median wall and CPU time of a sample, and that CPU time
+as a share of one core at the default period (JAX_ROCM_HANG_TIMEOUT=600: a sample every 5 s) and at the shortest
+(0.2 s, timeouts of 4 s and less).
+
+`loop`: both processes run a jitted training loop in their main threads (a two-layer MLP's gradient step, and
+the loss all-gathered across the processes every step) in blocks of a fixed number of steps (calibrated to about
+BLOCK_SECONDS), with the watcher on and off in turns (ABBA order, so drift cancels), ROUNDS rounds. The watcher
+is on at --timeout (default 4: its shortest period, 0.2 s, 25 times the samples of the default). It prints the
+slowdown of the on blocks: the median of the rounds' paired differences, their spread, and the total.
+
 Run from outside the project root, with nothing else running.
 """
 
@@ -21,7 +30,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-JOB = """
+SAMPLE_JOB = """
 import statistics, sys, threading, time
 process, port, samples = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 import jax
@@ -70,20 +79,102 @@ else:
 jax.distributed.shutdown()
 """
 
+LOOP_JOB = """
+import statistics, sys, time
+process, port, rounds, block_seconds, timeout = (
+    int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(f"127.0.0.1:{port}", 2, process, initialization_timeout=60)
+import jax.numpy as jnp
+from jax.experimental import multihost_utils
+from jax._src import distributed
+from jax_rocm7_plugin._job import hang
+
+def loss_of(params, x, y):
+    hidden = jnp.tanh(x @ params[0])
+    return jnp.mean((hidden @ params[1] - y) ** 2)
+
+@jax.jit
+def train_step(params, x, y):
+    loss, grads = jax.value_and_grad(loss_of)(params, x, y)
+    return [p - 0.01 * g for p, g in zip(params, grads)], loss
+
+key = jax.random.PRNGKey(process)
+params = [jax.random.normal(key, (256, 512)) * 0.05, jax.random.normal(key, (512, 16)) * 0.05]
+x, y = jax.random.normal(key, (128, 256)), jax.random.normal(key, (128, 16))
+
+def run(steps):
+    global params
+    for _ in range(steps):
+        params, loss = train_step(params, x, y)
+        multihost_utils.process_allgather(loss)  # the processes meet every step
+
+run(20)
+started = time.perf_counter()
+run(50)
+# Both processes take process 0's step count, so that their blocks line up.
+per_step = float(multihost_utils.process_allgather(jnp.float32((time.perf_counter() - started) / 50))[0])
+steps = max(10, int(block_seconds / per_step))
+settings = hang.read_settings({"JAX_ROCM_HANG_TIMEOUT": str(timeout)})
+
+def block(on):
+    watcher, flag = None, [True]
+    if on:
+        watcher = hang.Watcher(distributed.global_state.client, process, 2, settings, alive=lambda: flag[0])
+        watcher.start()
+    started = time.perf_counter()
+    run(steps)
+    seconds = time.perf_counter() - started
+    if watcher is not None:
+        flag[0] = False
+        watcher.join()
+    multihost_utils.process_allgather(jnp.float32(0))  # both out of the block before the next
+    return seconds
+
+differences, on_total, off_total = [], 0.0, 0.0
+for n in range(rounds):
+    order = (True, False) if n % 2 == 0 else (False, True)
+    times = {on: block(on) for on in order}
+    on_total, off_total = on_total + times[True], off_total + times[False]
+    differences.append((times[True] - times[False]) / times[False] * 100)
+if process == 0:
+    differences.sort()
+    quarter = len(differences) // 4
+    print(f"{rounds} rounds of {steps} steps a block ({per_step * 1e3:.2f} ms a step), watcher on at timeout "
+          f"{timeout:g} s (a sample every {hang.Watcher.period(timeout):g} s)")
+    print(f"slowdown with the watcher on: median {statistics.median(differences):+.3f} % "
+          f"(middle half {differences[quarter]:+.3f} to {differences[-quarter - 1]:+.3f} %), "
+          f"total {(on_total / off_total - 1) * 100:+.3f} %")
+jax.distributed.shutdown()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("mode", choices=["sample", "loop"])
+    parser.add_argument("--samples", type=int, default=200, help="sample: samples timed")
+    parser.add_argument("--rounds", type=int, default=16, help="loop: rounds of one block on, one off")
+    parser.add_argument("--block-seconds", type=float, default=2.0, help="loop: about how long a block runs")
+    parser.add_argument("--timeout", type=float, default=4.0, help="loop: the watcher's JAX_ROCM_HANG_TIMEOUT")
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = str(free_port())
     environ = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "JAX_ROCM_HANG_TIMEOUT": "off"}
-    command = [args.python, "-c", JOB]
-    other = subprocess.Popen([*command, "1", str(port), str(args.samples)], env=environ, stdout=subprocess.DEVNULL)
+    if args.mode == "sample":
+        command, tail = [args.python, "-c", SAMPLE_JOB], [port, str(args.samples)]
+    else:
+        command = [args.python, "-c", LOOP_JOB]
+        tail = [port, str(args.rounds), str(args.block_seconds), str(args.timeout)]
+    other = subprocess.Popen([*command, "1", *tail], env=environ, stdout=subprocess.DEVNULL)
     try:
-        subprocess.run([*command, "0", str(port), str(args.samples)], env=environ, check=True, timeout=300)
+        subprocess.run([*command, "0", *tail], env=environ, check=True, timeout=1800)
     finally:
         other.wait(timeout=60)
 

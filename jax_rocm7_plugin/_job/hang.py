@@ -201,7 +201,7 @@ class Watcher(threading.Thread):
         assert settings.timeout is not None
         self.client, self.process, self.count, self.settings, self.alive = client, process, count, settings, alive
         self.timeout = settings.timeout
-        self.sample = min(5.0, max(0.2, self.timeout / 20))
+        self.sample = self.period(self.timeout)
         self.call_seconds = max(2.0, 4 * self.sample)
         self.main = threading.main_thread()
         self.host = socket.gethostname()
@@ -209,6 +209,11 @@ class Watcher(threading.Thread):
         self.asks = 0
         self.caller = _Caller()
         self.caller.start()  # now, while threads can start
+
+    @staticmethod
+    def period(timeout: float) -> float:
+        """Seconds between samples: a twentieth of the timeout, within 0.2 and 5."""
+        return min(5.0, max(0.2, timeout / 20))
 
     def _call(self, call: Callable[[], Any]) -> Any:
         return self.caller(call, self.call_seconds)

@@ -433,7 +433,7 @@ def fix_text(issue: KnownIssue, situation: Situation | None = None) -> str:
 
 
 def readme_rows(issues: Iterable[KnownIssue] | None = None) -> list[str]:
-    """README's 'Known issues' table, one Markdown row an entry (a test keeps the README equal to it)."""
+    """The known-issue table of _policy/README.md, one Markdown row an entry (a test keeps the file equal to it)."""
     rows = [
         "| id | affects | warns where (else info) | effect | workaround | source |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -83,10 +83,14 @@ def test_the_build_library_imports_like_any_package_and_does_nothing_on_import(t
     assert usage.returncode == 0 and "usage: build/build.py check" in usage.stdout, usage.stderr
 
 
-def test_readme_lists_exactly_the_finding_ids() -> None:
-    readme = (REPO / "README.md").read_text()
-    paragraph = readme.split("Finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]
-    assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(FINDING_IDS)
+def _ids_of_table(page: str, heading: str) -> list[str]:
+    """The first column of the table under `heading` in a Markdown page of the repository."""
+    section = (REPO / page).read_text().split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.M)
+
+
+def test_the_doctors_page_lists_exactly_the_finding_ids() -> None:
+    assert _ids_of_table("jax_rocm7_plugin/_doctor/README.md", "## Finding ids") == list(FINDING_IDS)
 
 
 def test_the_entry_module_reports_the_catalogs_id_for_a_damaged_install() -> None:
@@ -96,10 +100,8 @@ def test_the_entry_module_reports_the_catalogs_id_for_a_damaged_install() -> Non
     assert DAMAGED_INSTALL in FINDING_IDS
 
 
-def test_readme_lists_exactly_the_cluster_finding_ids() -> None:
-    readme = (REPO / "README.md").read_text()
-    paragraph = readme.split("Cluster finding ids (stable, for tools):", 1)[1].split("\n\n", 1)[0]
-    assert re.findall(r"`([a-z0-9-]+)`", paragraph) == list(CLUSTER_FINDING_IDS)
+def test_the_cluster_page_lists_exactly_the_cluster_finding_ids() -> None:
+    assert _ids_of_table("jax_rocm7_plugin/_cluster/README.md", "## Cluster finding ids") == list(CLUSTER_FINDING_IDS)
 
 
 # Code that cannot import _names: the entry module (it reports a damaged install of our package),
