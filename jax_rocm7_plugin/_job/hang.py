@@ -206,6 +206,7 @@ class Watcher(threading.Thread):
         self.main = threading.main_thread()
         self.host = socket.gethostname()
         self.answered: set[str] = set()
+        self.answered_here = False  # an ask of another process answered since the main thread stopped here
         self.asks = 0
         self.caller = _Caller()
         self.caller.start()  # now, while threads can start
@@ -230,12 +231,15 @@ class Watcher(threading.Thread):
             frames = frames_of(frame)
             now = time.monotonic()
             if frames != last:
-                last, since, noticed = frames, now, False
+                last, since, noticed, self.answered_here = frames, now, False, False
             try:
                 self._answer(frames, now - since)
                 if not noticed and now - since >= self.timeout:
                     noticed = True
-                    self._ask(frames, now - since)
+                    # Another process asked while this one was here: that hang is being reported already (the
+                    # processes notice a sample or more apart, more under load, and one report is enough).
+                    if not self.answered_here:
+                        self._ask(frames, now - since)
             except Exception as error:  # noqa: BLE001 - a service gone or frozen: say it once, never raise
                 logger.debug("hang watcher: %s: %s", type(error).__name__, error)
 
@@ -251,6 +255,7 @@ class Watcher(threading.Thread):
             ask = key.rstrip("/").rsplit("/", 1)[-1]
             if ask not in self.answered:
                 self.answered.add(ask)
+                self.answered_here = True
                 record = self._record(frames, seconds)
                 self._call(lambda a=ask, r=record: self.client.key_value_set(f"{PREFIX}/where/{a}/{self.process}", r))
         if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):

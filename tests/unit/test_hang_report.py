@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 
 import pytest
 
@@ -64,3 +66,27 @@ def test_a_bad_value_gets_one_sentence_and_the_default(
 ) -> None:
     settings = hang.read_settings(environ)
     assert (settings.timeout, settings.action, len(settings.problems)) == (timeout, action, problems)
+
+
+def test_a_hang_noticed_a_sample_apart_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Process 1 notices first and reports; process 0 notices a few samples later (load, a later sample), having
+    answered process 1's ask meanwhile: it asks no second time, so one report is said. Both watchers watch this
+    test's main thread, which waits in one place; the store is tests/support/kv_store.py's stand-in."""
+    from tests.support.kv_store import Store
+
+    store, alive = Store(), [True]
+    settings = hang.read_settings({"JAX_ROCM_HANG_TIMEOUT": "1"})  # a sample every 0.2 s
+    late, early = (hang.Watcher(store, p, 2, settings, alive=lambda: alive[0]) for p in (0, 1))
+    caplog.set_level(logging.INFO, logger="jax_rocm7_plugin")
+    early.start()
+    try:
+        time.sleep(0.8)  # process 0 starts watching 4 samples later: it notices the hang that much later
+        late.start()
+        time.sleep(3.0)  # one place, long past both timeouts
+    finally:
+        alive[0] = False
+        early.join(timeout=5)
+        late.join(timeout=5)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ROCm job")]
+    assert len(said) == 1, said
+    assert said[0].startswith("ROCm job: all 2 processes have been in test_hang_report.py:")
