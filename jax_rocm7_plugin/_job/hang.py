@@ -259,12 +259,22 @@ class Watcher(threading.Thread):
                 record = self._record(frames, seconds)
                 self._call(lambda a=ask, r=record: self.client.key_value_set(f"{PREFIX}/where/{a}/{self.process}", r))
         if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):
-            # Said before leaving: the reporter (process 0 holds the service) waits for it, else the others'
-            # clients would lose the service under them and jaxlib would abort them.
-            try:
+            self._leave_the_job()
+
+    def _leave_the_job(self) -> None:
+        """Leave with HANG_EXIT_CODE, the processes that hold no service first: process 0 holds jax's coordination
+        service, and a client that loses it under itself is aborted by jaxlib (SIGABRT, not the stated code).
+        So every other process says it leaves and goes; process 0 waits (by a deadline) for those that answered
+        and then goes too. Whatever the service does meanwhile, this process leaves."""
+        try:
+            if self.process == 0:
+                self._see_the_others_leave()
+            else:
                 self._call(lambda: self.client.key_value_set(f"{PREFIX}/left/{self.process}", "1"))
-            finally:
-                _leave()
+        except Exception as error:  # noqa: BLE001 - gone or frozen: nothing more to say or wait for
+            logger.debug("hang watcher: %s: %s", type(error).__name__, error)
+        finally:
+            _leave()
 
     def _ask(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
         self.asks += 1
@@ -304,22 +314,18 @@ class Watcher(threading.Thread):
         logger.warning("ROCm job hangs: %s (every process's stack: %s)", line, where)
         if self.settings.action == "exit":
             try:
-                self._see_the_others_leave([p for p in answers if p != self.process])
-            finally:  # whatever the service did meanwhile: the job was asked to end
-                _leave()
-
-    def _see_the_others_leave(self, others: list[int]) -> None:
-        """Ask every process to leave, and wait (by a deadline) until those that answered have: they leave first,
-        while the service this process may hold still answers."""
-        self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
-        deadline = time.monotonic() + self.call_seconds + 2 * self.sample
-        while time.monotonic() < deadline:
-            try:
-                left = self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))
-            except Exception as error:  # noqa: BLE001 - gone or frozen: nothing more to wait for
+                self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
+            except Exception as error:  # noqa: BLE001 - the service is gone or frozen: leave all the same
                 logger.debug("hang watcher: %s: %s", type(error).__name__, error)
-                return
-            if {int(k.rstrip("/").rsplit("/", 1)[-1]) for k, _ in left} >= set(others):
+            self._leave_the_job()
+
+    def _see_the_others_leave(self) -> None:
+        """Wait (by a deadline) until every other process that answered an ask has said it leaves."""
+        deadline = time.monotonic() + self.call_seconds + 4 * self.sample
+        while time.monotonic() < deadline:
+            answered = {_last(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/where/"))}
+            left = {_last(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))}
+            if left >= answered - {self.process}:
                 return
             time.sleep(self.sample)
 
@@ -342,6 +348,11 @@ class Watcher(threading.Thread):
         except OSError as error:
             return f"not written ({error})"
         return path
+
+
+def _last(key: str) -> int:
+    """The process id that ends a key (`.../where/<ask>/<process>`, `.../left/<process>`)."""
+    return int(key.rstrip("/").rsplit("/", 1)[-1])
 
 
 def _leave() -> None:
