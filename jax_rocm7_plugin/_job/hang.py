@@ -172,7 +172,8 @@ class _Caller:
 
     def start(self) -> None:
         jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = queue.SimpleQueue()
-        threading.Thread(target=self._serve, args=(jobs,), name="rocm-hang-call", daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, args=(jobs,), name="rocm-hang-call", daemon=True)
+        self.thread.start()
         self._jobs = jobs
 
     def __call__(self, call: Callable[[], Any], seconds: float) -> Any:
