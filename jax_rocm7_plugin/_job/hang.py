@@ -155,7 +155,8 @@ class _Caller:
     """Runs the watcher's calls to the coordination service on a helper thread, each under its own deadline
     (TimeoutError): the service may be frozen with the process that holds it. One helper thread serves every
     call; a new one is started only where the last is stuck, because CPython 3.12+ starts no thread once the
-    interpreter is finishing, which is when an exit asked of the job may still have to be said."""
+    interpreter is finishing, which is when an exit asked of the job may still have to be said (and where none
+    can start, the call runs on the calling thread)."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] | None = None
@@ -180,8 +181,10 @@ class _Caller:
         if self._jobs is None:
             try:
                 self.start()
-            except RuntimeError as error:  # the interpreter is finishing: no new thread
-                raise TimeoutError(f"no thread for the coordination service's call: {error}") from error
+            except RuntimeError:
+                # The interpreter is finishing and the helper is stuck: call from this thread, without a deadline.
+                # Only this thread may wait then, and failing every call would keep an asked exit from happening.
+                return call()
         assert self._jobs is not None
         outcome: dict[str, Any] = {}
         done = threading.Event()
@@ -203,11 +206,12 @@ class Watcher(threading.Thread):
         self.client, self.process, self.count, self.settings, self.alive = client, process, count, settings, alive
         self.timeout = settings.timeout
         self.sample = self.period(self.timeout)
-        self.call_seconds = max(2.0, 4 * self.sample)
+        self.call_seconds = max(5.0, 4 * self.sample)  # seen: 2 s ran out under load (the helper then left stuck)
         self.main = threading.main_thread()
         self.host = socket.gethostname()
         self.answered: set[str] = set()
         self.answered_here = False  # an ask of another process answered since the main thread stopped here
+        self.leaving = False  # JAX_ROCM_HANG_ACTION=exit was acted on
         self.asks = 0
         self.caller = _Caller()
         self.caller.start()  # now, while threads can start
@@ -262,11 +266,28 @@ class Watcher(threading.Thread):
         if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):
             self._leave_the_job()
 
+    def at_exit(self) -> None:
+        """Registered with atexit where JAX_ROCM_HANG_ACTION=exit, so it runs before jax's own handler (registered
+        at `import jax`, earlier). When another process leaves, this main thread's collective fails and the
+        interpreter exits; jax's handler would then wait in the shutdown barrier for processes that are gone (with
+        the GIL held, so this watcher could not run) until jaxlib aborts. Where the job was asked to leave, leave
+        now with the stated code."""
+        if not self.is_alive():
+            return
+        try:
+            asked = self.leaving or bool(self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")))
+        except Exception as error:  # noqa: BLE001 - the service is gone or frozen: jax's handler says so
+            logger.debug("hang watcher at exit: %s: %s", type(error).__name__, error)
+            return
+        if asked:
+            self._leave_the_job()
+
     def _leave_the_job(self) -> None:
         """Leave with HANG_EXIT_CODE, the processes that hold no service first: process 0 holds jax's coordination
         service, and a client that loses it under itself is aborted by jaxlib (SIGABRT, not the stated code).
         So every other process says it leaves and goes; process 0 waits (by a deadline) for those that answered
         and then goes too. Whatever the service does meanwhile, this process leaves."""
+        self.leaving = True
         try:
             if self.process == 0:
                 self._see_the_others_leave()
@@ -314,6 +335,7 @@ class Watcher(threading.Thread):
             return
         logger.warning("ROCm job hangs: %s (every process's stack: %s)", line, where)
         if self.settings.action == "exit":
+            self.leaving = True
             try:
                 self._call(lambda: self.client.key_value_set(f"{PREFIX}/exit/{self.process}", "1"))
             except Exception as error:  # noqa: BLE001 - the service is gone or frozen: leave all the same
@@ -374,4 +396,8 @@ def start(
         return None
     watcher = Watcher(client, process, count, settings, alive)
     watcher.start()
+    if settings.action == "exit":
+        import atexit
+
+        atexit.register(watcher.at_exit)
     return watcher

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 import pytest
@@ -90,3 +91,25 @@ def test_a_hang_noticed_a_sample_apart_is_reported_once(caplog: pytest.LogCaptur
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ROCm job")]
     assert len(said) == 1, said
     assert said[0].startswith("ROCm job: all 2 processes have been in test_hang_report.py:")
+
+
+def test_a_stuck_service_call_runs_out_and_the_next_gets_a_new_helper_thread() -> None:
+    caller = hang._Caller()
+    caller.start()
+    release = threading.Event()
+    with pytest.raises(TimeoutError):
+        caller(release.wait, 0.2)  # the service frozen
+    stuck = caller.thread
+    assert caller(lambda: "answered", 1.0) == "answered" and caller.thread is not stuck
+    release.set()
+
+
+def test_where_no_thread_can_start_the_call_runs_on_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.12+ at interpreter exit: an asked exit must still reach the service."""
+    caller = hang._Caller()
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    assert caller(threading.get_ident, 1.0) == threading.get_ident()
