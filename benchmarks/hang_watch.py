@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.cluster import free_port  # noqa: E402
+
 SAMPLE_JOB = """
 import statistics, sys, threading, time
 process, port, samples = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -171,12 +174,6 @@ if process == 0:
           f"watched loop = {watcher_cpu / on_total * 100:.4f} % of the process's core")
 jax.distributed.shutdown()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def main() -> None:

@@ -204,14 +204,15 @@ def _watch_for_hangs(*, rocm: bool) -> None:
         return
     from jax_rocm7_plugin._job import hang
 
-    if not rocm and not hang.read_settings(os.environ).platforms:
+    settings = hang.read_settings(os.environ)
+    if not rocm and not settings.platforms:
         return
     try:
         _hang_watcher = hang.start(
             state.client,
             int(state.process_id),
             int(state.num_processes),
-            os.environ,
+            settings,
             alive=lambda: state.client is not None,
         )
     except Exception as error:  # noqa: BLE001 - the watcher never harms the job

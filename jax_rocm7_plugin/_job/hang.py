@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jax_rocm7_plugin._job.store import process_of, read_published
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -160,7 +161,6 @@ class _Caller:
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] | None = None
-        self._busy = threading.Event()
 
     def _serve(self, jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]]) -> None:
         while True:
@@ -269,9 +269,9 @@ class Watcher(threading.Thread):
     def at_exit(self) -> None:
         """Registered with atexit where JAX_ROCM_HANG_ACTION=exit, so it runs before jax's own handler (registered
         at `import jax`, earlier). When another process leaves, this main thread's collective fails and the
-        interpreter exits; jax's handler would then wait in the shutdown barrier for processes that are gone (with
-        the GIL held, so this watcher could not run) until jaxlib aborts. Where the job was asked to leave, leave
-        now with the stated code."""
+        interpreter exits; jax's handler would then wait in the shutdown barrier for processes that are gone until
+        jaxlib aborts, and the watcher thread may not get to the exit key first (its calls may be failing). Where
+        the job was asked to leave, leave now with the stated code."""
         if not self.is_alive():
             return
         try:
@@ -312,8 +312,6 @@ class Watcher(threading.Thread):
         self._report(ask)
 
     def _report(self, ask: str) -> None:
-        from jax_rocm7_plugin._job.store import read_published
-
         deadline = time.monotonic() + self.call_seconds + 2 * self.sample
         found = read_published(self.client, f"{PREFIX}/where/{ask}", range(self.count), deadline)
         answers = {}
@@ -327,8 +325,7 @@ class Watcher(threading.Thread):
                 float(data["seconds"]),
                 tuple(data["frames"]),
             )
-        hosts = {p: a.host for p, a in answers.items()}  # a process that does not answer has said no host
-        level, line = report(answers, self.count, hosts)
+        level, line = report(answers, self.count, {})  # a process that does not answer has said no host
         where = self._write_stacks(answers)
         if level == "info":
             logger.info("ROCm job: %s", line)
@@ -346,8 +343,8 @@ class Watcher(threading.Thread):
         """Wait (by a deadline) until every other process that answered an ask has said it leaves."""
         deadline = time.monotonic() + self.call_seconds + 4 * self.sample
         while time.monotonic() < deadline:
-            answered = {_last(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/where/"))}
-            left = {_last(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))}
+            answered = {process_of(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/where/"))}
+            left = {process_of(k) for k, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/left/"))}
             if left >= answered - {self.process}:
                 return
             time.sleep(self.sample)
@@ -373,11 +370,6 @@ class Watcher(threading.Thread):
         return path
 
 
-def _last(key: str) -> int:
-    """The process id that ends a key (`.../where/<ask>/<process>`, `.../left/<process>`)."""
-    return int(key.rstrip("/").rsplit("/", 1)[-1])
-
-
 def _leave() -> None:
     """End this process with HANG_EXIT_CODE now: no atexit handler (jax's would wait in the shutdown barrier for
     processes that are gone), no thread joined."""
@@ -385,11 +377,8 @@ def _leave() -> None:
     os._exit(HANG_EXIT_CODE)
 
 
-def start(
-    client: Any, process: int, count: int, environ: Mapping[str, str], alive: Callable[[], bool]
-) -> Watcher | None:
+def start(client: Any, process: int, count: int, settings: HangSettings, alive: Callable[[], bool]) -> Watcher | None:
     """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off; default 600 s)."""
-    settings = read_settings(environ)
     for problem in settings.problems:
         logger.warning("ROCm job: %s", problem)
     if settings.timeout is None:

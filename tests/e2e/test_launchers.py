@@ -311,8 +311,8 @@ def test_the_deep_preflight_under_the_launcher(
 
 
 @GROUP
-def test_a_hung_job_is_named_and_ended_under_srun(launch: Callable[[str, Combo], Launch], tmp_path: Path) -> None:
-    """Issue 36 under the real launcher, with jax 0.12.0 from our wheels: task 1 leaves the training loop and
+def test_a_hung_job_is_named_and_ended_under_srun(launch: Callable[[str, Combo], Launch]) -> None:
+    """Issue 36 under the real launcher, with jax 0.12.0 from our wheels: of four tasks, task 1 leaves the loop and
     sleeps; the hang watcher names it with its host, and JAX_ROCM_HANG_ACTION=exit ends every task with 124, so
     the step ends (the scheduler may restart the job) instead of waiting out its time limit."""
     from jax_rocm7_plugin._job import hang
@@ -327,11 +327,9 @@ def test_a_hung_job_is_named_and_ended_under_srun(launch: Callable[[str, Combo],
         "FAULT_PROCESS": "1",
     }
     argv = [str(job.python), str(REPO / "tests" / "support" / "hang_job.py"), "auto", "1000000"]
-    cluster: SlurmCluster = job.request.getfixturevalue("slurm")
-    environ = {**clean_env(), "XDG_CACHE_HOME": str(tmp_path / "cache"), **variables}
-    outcome = cluster.srun(3, argv, environ, 120, tmp_path)
+    outcome = job.launch(argv, 120, **variables)
     said = [line for line in (outcome.stdout + outcome.stderr).splitlines() if "ROCm job hangs:" in line]
     assert len(said) == 1, (outcome.stdout[-3000:], outcome.stderr[-3000:])
-    assert "2 of 3 processes wait in jax (hang_job.py" in said[0]
+    assert f"{TASKS - 1} of {TASKS} processes wait in jax (hang_job.py" in said[0]
     assert f"process 1 ({socket.gethostname()}) is in hang_job.py" in said[0] and "leave_the_loop" in said[0]
     assert outcome.returncode == hang.HANG_EXIT_CODE, (outcome.returncode, outcome.stderr[-3000:])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin._job import hang
+from tests.support.cluster import free_port
 from tests.support.environment import REPO
 from tests.support.sysroots import make_sysroot
 
@@ -22,12 +22,6 @@ JOB = REPO / "tests" / "support" / "hang_job.py"
 HANG_TIMEOUT = 3
 # From the moment the loop stops until the report: the timeout, a sample, the ask's grace and the collection.
 BOUND = HANG_TIMEOUT + 12
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def run_job(
