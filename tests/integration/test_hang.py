@@ -30,11 +30,12 @@ def run_job(
     *,
     steps: int = 10**6,
     stop: int | None = None,
+    stop_after: float = 1.0,
     until: str | None = None,
     **variables: str,
 ) -> tuple[list[str], list[int | None]]:
     """Start the three processes, wait up to `seconds` or until an output holds `until` (SIGSTOP process `stop`
-    once the loop runs), end them all; each process's output, and its exit code before it was ended."""
+    `stop_after` seconds into the loop), end them all; each process's output, and its exit code before it was ended."""
     root = make_sysroot(tmp_path / "machine", [], topology=False, amdgpu_module=False, kfd=False)
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
     environ = {
@@ -64,7 +65,7 @@ def run_job(
         if stop is not None:
             while time.monotonic() < deadline and "devices" not in outs[stop].read_text():
                 time.sleep(0.2)
-            time.sleep(1.0)
+            time.sleep(stop_after)
             started[stop].send_signal(signal.SIGSTOP)
         while time.monotonic() < deadline and any(p.poll() is None for p in started):
             if until is not None and any(until in out.read_text() for out in outs):
@@ -85,9 +86,10 @@ def said(outputs: list[str], marker: str) -> list[str]:
     return [line for text in outputs for line in text.splitlines() if marker in line]
 
 
-@pytest.mark.parametrize("fault", ["sleep", "spin"])
-def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, fault: str) -> None:
-    outputs, _ = run_job(tmp_path, 20 + BOUND, until="ROCm job hangs:", FAULT=fault, FAULT_PROCESS="1")
+# Several moments: before the first collective, early in the loop, well into it.
+@pytest.mark.parametrize(("fault", "step"), [("sleep", "0"), ("spin", "3"), ("sleep", "40")])
+def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, fault: str, step: str) -> None:
+    outputs, _ = run_job(tmp_path, 20 + BOUND, until="ROCm job hangs:", FAULT=fault, FAULT_STEP=step, FAULT_PROCESS="1")
     (line,) = said(outputs, "ROCm job hangs:")
     assert "2 of 3 processes wait in jax (hang_job.py" in line
     assert "process 1 (" in line and "leave_the_loop: it holds the job up" in line
@@ -96,8 +98,9 @@ def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, 
     assert "process 1" in text and "leave_the_loop" in text and "locals" not in text
 
 
-def test_a_frozen_process_is_named_as_not_answering(tmp_path: Path) -> None:
-    outputs, _ = run_job(tmp_path, 20 + BOUND, stop=2, until="ROCm job hangs:")
+@pytest.mark.parametrize("stop_after", [0.2, 2.5])
+def test_a_frozen_process_is_named_as_not_answering(tmp_path: Path, stop_after: float) -> None:
+    outputs, _ = run_job(tmp_path, 20 + BOUND, stop=2, stop_after=stop_after, until="ROCm job hangs:")
     (line,) = said(outputs, "ROCm job hangs:")
     assert "process 2 (" in line and "does not answer: frozen, dead" in line
     assert "2 of 3 processes wait in jax" in line
