@@ -210,6 +210,7 @@ class Watcher(threading.Thread):
         self.main = threading.main_thread()
         self.host = socket.gethostname()
         self.answered: set[str] = set()
+        self.noticed = False  # this process has noticed that the main thread stays where it is
         self.answered_here = False  # an ask of another process answered since the main thread stopped here
         self.leaving = False  # JAX_ROCM_HANG_ACTION=exit was acted on
         self.asks = 0
@@ -227,26 +228,31 @@ class Watcher(threading.Thread):
     def run(self) -> None:
         # Nothing is published while the job is healthy: the service holds this watcher's keys only once a
         # process has noticed (its ask, every answer).
-        last, since, noticed = None, time.monotonic(), False
+        last, since = None, time.monotonic()
         while self.alive():
             time.sleep(self.sample)
             frame = sys._current_frames().get(self.main.ident or 0)
             if frame is None:
-                return  # the main thread ended
+                # The main thread runs no Python now: it is finishing (printing the error a failed collective
+                # raised, between exit handlers), which is when an exit the job was asked for must still happen.
+                # Nothing to place; the watcher itself ends with the process or with jax's client.
+                self._try(self._leave_if_asked)
+                continue
             frames = frames_of(frame)
             now = time.monotonic()
             if frames != last:
-                last, since, noticed, self.answered_here = frames, now, False, False
-            try:
-                self._answer(frames, now - since)
-                if not noticed and now - since >= self.timeout:
-                    noticed = True
-                    # Another process asked while this one was here: that hang is being reported already (the
-                    # processes notice a sample or more apart, more under load, and one report is enough).
-                    if not self.answered_here:
-                        self._ask(frames, now - since)
-            except Exception as error:  # noqa: BLE001 - a service gone or frozen: say it once, never raise
-                logger.debug("hang watcher: %s: %s", type(error).__name__, error)
+                last, since, self.noticed, self.answered_here = frames, now, False, False
+            self._try(lambda f=frames, seconds=now - since: self._sample(f, seconds))
+
+    def _sample(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
+        """Answer what was asked; ask the others once the main thread has stayed put for the timeout."""
+        self._answer(frames, seconds)
+        if not self.noticed and seconds >= self.timeout:
+            self.noticed = True
+            # Another process asked while this one was here: that hang is being reported already (the processes
+            # notice a sample or more apart, more under load, and one report is enough).
+            if not self.answered_here:
+                self._ask(frames, seconds)
 
     def _record(self, frames: list[tuple[str, int, str]], seconds: float) -> str:
         place, in_jax = place_of(frames)
@@ -263,8 +269,17 @@ class Watcher(threading.Thread):
                 self.answered_here = True
                 record = self._record(frames, seconds)
                 self._call(lambda a=ask, r=record: self.client.key_value_set(f"{PREFIX}/where/{a}/{self.process}", r))
+        self._leave_if_asked()
+
+    def _leave_if_asked(self) -> None:
         if self.settings.action == "exit" and self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")):
             self._leave_the_job()
+
+    def _try(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception as error:  # noqa: BLE001 - a service gone or frozen: say it at debug level, never raise
+            logger.debug("hang watcher: %s: %s", type(error).__name__, error)
 
     def at_exit(self) -> None:
         """Registered with atexit where JAX_ROCM_HANG_ACTION=exit, so it runs before jax's own handler (registered

@@ -113,3 +113,20 @@ def test_where_no_thread_can_start_the_call_runs_on_the_calling_thread(monkeypat
 
     monkeypatch.setattr(threading.Thread, "start", refuse)
     assert caller(threading.get_ident, 1.0) == threading.get_ident()
+
+
+def test_an_asked_exit_happens_while_the_main_thread_runs_no_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under srun: a peer left, this main thread's collective failed and the interpreter was finishing (no
+    Python frame while it prints the error); the watcher must still leave with the stated code, not end."""
+    from tests.support.kv_store import Store
+
+    store, left = Store(), threading.Event()
+    store.key_value_set(f"{hang.PREFIX}/exit/1", "1")
+    settings = hang.read_settings({"JAX_ROCM_HANG_TIMEOUT": "1", "JAX_ROCM_HANG_ACTION": "exit"})
+    monkeypatch.setattr(hang, "_leave", left.set)  # instead of os._exit
+    watcher = hang.Watcher(store, 2, 3, settings, alive=lambda: not left.is_set())
+    watcher.main = threading.Thread(target=lambda: None)  # never started: no frame, like a finishing main thread
+    watcher.start()
+    assert left.wait(5), "the watcher did not leave"
+    assert store.values.get(f"{hang.PREFIX}/left/2") == "1"  # said before leaving
+    watcher.join(timeout=5)
