@@ -89,13 +89,24 @@ def said(outputs: list[str], marker: str) -> list[str]:
 # Several moments: before the first collective, early in the loop, well into it.
 @pytest.mark.parametrize(("fault", "step"), [("sleep", "0"), ("spin", "3"), ("sleep", "40")])
 def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, fault: str, step: str) -> None:
-    outputs, _ = run_job(tmp_path, 20 + BOUND, until="ROCm job hangs:", FAULT=fault, FAULT_STEP=step, FAULT_PROCESS="1")
+    secret = "hunter2-planted-7f3a"
+    outputs, _ = run_job(
+        tmp_path,
+        20 + BOUND,
+        until="ROCm job hangs:",
+        FAULT=fault,
+        FAULT_STEP=step,
+        FAULT_PROCESS="1",
+        PLANTED_SECRET=secret,
+    )
     (line,) = said(outputs, "ROCm job hangs:")
     assert "2 of 3 processes wait in jax (hang_job.py" in line
     assert "process 1 (" in line and "leave_the_loop: it holds the job up" in line
     stacks = Path(line.rsplit("every process's stack: ", 1)[1].rstrip(")"))
     text = stacks.read_text()
     assert "process 1" in text and "leave_the_loop" in text and "locals" not in text
+    # What left the processes (the stacks file, every output line) holds names only, never the planted values.
+    assert secret not in text and all(secret not in output for output in outputs)
 
 
 @pytest.mark.parametrize("stop_after", [0.2, 2.5])

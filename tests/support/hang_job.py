@@ -1,7 +1,8 @@
 """Test fixture, never shipped: one process of a job that runs a jitted loop with a cross-process collective on
 jax's CPU backend (gloo), where process FAULT_PROCESS leaves the loop at step FAULT_STEP and then sleeps
 (FAULT=sleep), spins in Python (FAULT=spin) or sits in a C call that keeps the GIL (FAULT=gil);
-FAULT_PROCESS=-2: every process does; FAULT=none runs the loop to its end.
+FAULT_PROCESS=-2: every process does; FAULT=none runs the loop to its end. PLANTED_SECRET is held by the
+leaving function's argument and a local, for the test that no secret leaves with the hang report.
 
     python hang_job.py PROCESS COUNT PORT STEPS
     python hang_job.py auto STEPS        (under a launcher: jax's own cluster detection)
@@ -14,7 +15,8 @@ import sys
 import time
 
 
-def leave_the_loop(kind: str) -> None:
+def leave_the_loop(kind: str, secret: str = os.environ.get("PLANTED_SECRET", "")) -> None:
+    password = f"{secret}-local"  # noqa: F841 - a local and an argument hold a secret: neither may leave
     if kind == "sleep":
         time.sleep(600)
     while kind == "spin":
