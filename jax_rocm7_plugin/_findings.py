@@ -81,6 +81,35 @@ _PIP_ROCM = f"{PLUGIN_DISTRIBUTION}[with-rocm]"  # the plugin with ROCm from pip
 _RUN_DOCTOR = f"`python -m {PLUGIN_PACKAGE} doctor`"
 
 
+class Remedy(NamedTuple):
+    """A fix as a change the doctor can make to what it reads, so that it can check the fix by reading the machine
+    again as it would be after it (`_doctor/proof.py`).
+
+    `environment`: variables to set (a value) or unset (None); `groups`: numeric group ids the process gains.
+    `checked`: None until the doctor has checked it; then True (with the change it finds no error) or False, and
+    `outcome` says what it found.
+    """
+
+    environment: tuple[tuple[str, str | None], ...] = ()
+    groups: tuple[int, ...] = ()
+    checked: bool | None = None
+    outcome: str = ""
+
+    def words(self) -> str:
+        """The change as a user types it: NAME=value, unset NAME, --group-add GID."""
+        parts = [f"{n}={v}" if v is not None else f"unset {n}" for n, v in self.environment]
+        parts += [f"group {g}" for g in self.groups]
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "environment": {n: v for n, v in self.environment},
+            "groups": list(self.groups),
+            "checked": self.checked,
+            "outcome": self.outcome,
+        }
+
+
 class Finding(NamedTuple):
     id: FindingId
     severity: Severity
@@ -88,6 +117,7 @@ class Finding(NamedTuple):
     fix: str
     evidence: tuple[str, ...] = ()
     known_issue: str | None = None  # the known_issues.json entry, for `known-issue` findings
+    remedy: Remedy | None = None  # the fix as a change the doctor can check (None: one it cannot make)
 
     @property
     def blocks_rocm(self) -> bool:
@@ -105,6 +135,10 @@ class Finding(NamedTuple):
         data["evidence"] = list(self.evidence)
         if self.known_issue is None:
             del data["known_issue"]
+        if self.remedy is None:
+            del data["remedy"]
+        else:
+            data["remedy"] = self.remedy.to_json()
         return data
 
     @property
@@ -121,11 +155,6 @@ def first_blocking(findings: list[Finding]) -> Finding | None:
     return next((f for f in findings if f.blocks_rocm), None)
 
 
-_GROUP_FIX = (
-    "add your user to the 'render' and 'video' groups "
-    "(sudo usermod -aG render,video $USER) and log in again; in a container pass "
-    "--group-add render --group-add video"
-)
 _CONTAINER_DEVICES = "--device=/dev/kfd --device=/dev/dri"
 
 
@@ -161,13 +190,14 @@ def kfd_device_missing(evidence: tuple[str, ...]) -> Finding:
     )
 
 
-def kfd_permission_denied(evidence: tuple[str, ...]) -> Finding:
+def kfd_permission_denied(fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None) -> Finding:
     return Finding(
         "kfd-permission-denied",
         "error",
         "/dev/kfd exists but this user cannot open it for reading and writing",
-        _GROUP_FIX,
+        fix,
         evidence,
+        remedy=remedy,
     )
 
 
@@ -181,15 +211,18 @@ def render_node_missing(severity: Severity, evidence: tuple[str, ...]) -> Findin
     )
 
 
-def render_node_permission_denied(severity: Severity, evidence: tuple[str, ...]) -> Finding:
+def render_node_permission_denied(
+    severity: Severity, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
     return Finding(
         "render-node-permission-denied",
         severity,
         "this user cannot open the render node of "
         + ("any" if severity == "error" else "every")
         + " AMD GPU for reading and writing",
-        _GROUP_FIX,
+        fix,
         evidence,
+        remedy=remedy,
     )
 
 

@@ -116,7 +116,7 @@ def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load:
     from jax_rocm7_plugin._machine.devices import machine_findings, probe_within_deadline, unknown_state
 
     facts.step = "machine"
-    probed = probe_within_deadline(settings.sysroot)
+    probed = probe_within_deadline(settings.sysroot, settings.groups_added)
     if isinstance(probed, Finding):
         facts.machine = unknown_state(settings.sysroot)
         yield probed

@@ -101,6 +101,11 @@ class Settings(NamedTuple):
     search_path: tuple[str, ...] = ()  # PATH's absolute entries (where an external ld.lld is looked for)
     runtime_environment: tuple[tuple[str, str], ...] = ()  # ROCm runtime variables and XLA_FLAGS, as set
     job_hosts: int | None = None  # hosts the launcher says this job spans (Slurm, Open MPI); None: no launcher
+    # The mapping these settings were read from (not a copy: os.environ itself in the loader), so that the doctor
+    # can read the machine again with a fix's variables changed (_doctor/proof.py).
+    environ: Mapping[str, str] | None = None
+    # Numeric group ids the process is assumed to gain (only the doctor's check of a group fix sets them).
+    groups_added: tuple[int, ...] = ()
 
 
 def read_settings(
@@ -167,6 +172,7 @@ def read_settings(
         xla_client_findings=(
             (catalog.xla_client_env_invalid("; ".join(problems), xla_client_evidence(xla_client)),) if problems else ()
         ),
+        environ=environ,
     )
 
 

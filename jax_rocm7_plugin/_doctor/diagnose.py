@@ -34,11 +34,12 @@ def diagnose(settings: Settings, *, deep: bool | None = False) -> Report:
     return diagnose_with_facts(settings, deep=deep)[0]
 
 
-def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tuple[Report, Facts]:
+def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove: bool = True) -> tuple[Report, Facts]:
     """The report and the facts the pipeline learned (the cluster preflight publishes some of them).
 
     `deep`: also the --deep probes (the HIP runtime, a fresh load test, the first jit); None: where this
-    machine has a usable GPU (the report bundle's choice). `Report.hip` is set when they ran.
+    machine has a usable GPU (the report bundle's choice). `Report.hip` is set when they ran. `prove`: check
+    each fix the doctor can make by diagnosing again with it made (_doctor/proof.py).
     """
     from jax_rocm7_plugin._machine import packages
 
@@ -57,6 +58,10 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False) -> tup
 
     found.extend(memory_findings(memories))
     found.extend(_toolchain(facts, found))
+    if prove and any(f.remedy is not None for f in found):
+        from jax_rocm7_plugin._doctor.proof import prove as check_remedies
+
+        found = check_remedies(found, settings, lambda changed: diagnose_with_facts(changed, prove=False)[0].findings)
     hip = first_jit = None
     if deep is None:
         deep = facts.machine is not None and bool(facts.machine.usable_gpus)

@@ -13,6 +13,7 @@ from pathlib import Path
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine.identity import Identity
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, Topology, read_topology
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -26,6 +27,8 @@ class DeviceNode(NamedTuple):
     exists: bool
     accessible: bool  # readable and writable by this process
     wrong_kind: str | None = None  # "a FIFO", "a socket", "a directory": not a device node at all
+    gid: int | None = None  # the owning group id (None: not statted)
+    mode: int = 0  # its permission bits
 
 
 class GpuState(NamedTuple):
@@ -42,6 +45,7 @@ class MachineState(NamedTuple):
     wsl_dxg: bool
     gpus: tuple[GpuState, ...]
     other_vendor: str | None = None  # where no AMD driver is: evidence of another vendor's GPU driver (NVIDIA's)
+    identity: Identity | None = None  # who opens the nodes, by number (read where access is judged by numbers)
 
     @property
     def usable_gpus(self) -> tuple[GpuState, ...]:
@@ -50,22 +54,43 @@ class MachineState(NamedTuple):
         return tuple(g for g in self.gpus if g.render_node is not None and g.render_node.accessible)
 
 
-def _device_node(path: Path) -> DeviceNode:
+def _device_node(path: Path, identity: Identity | None, added: tuple[int, ...]) -> DeviceNode:
     """Stat only (device nodes are never opened here). Character devices are what drivers make;
-    plain files stand in for them in synthetic sysroots; anything else is not a device node."""
+    plain files stand in for them in synthetic sysroots; anything else is not a device node.
+
+    Access: the kernel's answer for this process (os.access, which knows ACLs such as logind's on render nodes)
+    where the identity is this process's own; by the numbers of `identity` where it describes another process
+    (a sysroot's /proc/self/status) or gains `added` groups (the doctor checking a group fix)."""
     import stat
 
     try:
-        mode = os.stat(path).st_mode
+        info = os.stat(path)
     except OSError:
         return DeviceNode(path, False, False)
+    mode = info.st_mode
     for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
         if test(mode):
             return DeviceNode(path, False, False, kind)
-    return DeviceNode(path, True, os.access(path, os.R_OK | os.W_OK))
+    own = identity is None or identity.source == "this process"
+    if own:
+        accessible = os.access(path, os.R_OK | os.W_OK)
+        if not accessible and added and identity is not None:
+            from jax_rocm7_plugin._machine.identity import may_read_write
+
+            accessible = may_read_write(info, identity)
+    else:
+        from jax_rocm7_plugin._machine.identity import may_read_write
+
+        accessible = may_read_write(info, identity)  # type: ignore[arg-type]
+    return DeviceNode(path, True, accessible, None, info.st_gid, mode & 0o777)
 
 
-def probe_machine(root: Path) -> MachineState:
+def probe_machine(root: Path, groups_added: tuple[int, ...] = ()) -> MachineState:
+    identity = None
+    if str(root) != "/" or groups_added:  # another machine's process, or an assumed one: judged by numbers
+        from jax_rocm7_plugin._machine.identity import read_identity
+
+        identity = read_identity(root, groups_added)
     topology = read_topology(root)
     amdgpu = os.path.isdir(host_path(root, AMDGPU_MODULE))
     other = None
@@ -76,16 +101,18 @@ def probe_machine(root: Path) -> MachineState:
     gpus = []
     for node in topology.gpus:
         minor = node.drm_render_minor
-        render = None if minor is None else _device_node(host_path(root, f"/dev/dri/renderD{minor}"))
+        path = host_path(root, f"/dev/dri/renderD{minor}")
+        render = None if minor is None else _device_node(path, identity, groups_added)
         gpus.append(GpuState(node.index, node.gfx_target, render))
     return MachineState(
         root=root,
         topology=topology,
         amdgpu_module_loaded=amdgpu,
-        kfd=_device_node(host_path(root, KFD_DEVICE)),
+        kfd=_device_node(host_path(root, KFD_DEVICE), identity, groups_added),
         wsl_dxg=os.path.exists(host_path(root, DXG_DEVICE)),
         gpus=tuple(gpus),
         other_vendor=other,
+        identity=identity,
     )
 
 
@@ -96,12 +123,12 @@ def unknown_state(root: Path) -> MachineState:
     )
 
 
-def probe_within_deadline(root: Path) -> MachineState | Finding:
+def probe_within_deadline(root: Path, groups_added: tuple[int, ...] = ()) -> MachineState | Finding:
     """probe_machine, or machine-probe-timeout naming the file that did not answer (a hung driver)."""
     from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     try:
-        return with_deadline(lambda: probe_machine(root))
+        return with_deadline(lambda: probe_machine(root, groups_added) if groups_added else probe_machine(root))
     except Deadline as late:
         return catalog.machine_probe_timeout(late.path, late.seconds)
 
@@ -131,7 +158,7 @@ def machine_findings(state: MachineState) -> list[Finding]:
         what = f"is {state.kfd.wrong_kind}, not a device node" if state.kfd.wrong_kind else "does not exist"
         found.append(catalog.kfd_device_missing((f"{state.kfd.path} {what}",)))
     elif not state.kfd.accessible:
-        found.append(catalog.kfd_permission_denied(_permission_evidence(state.kfd.path)))
+        found.append(catalog.kfd_permission_denied(*access_fix(state, [state.kfd])))
     missing = [g for g in state.gpus if g.render_node is None or not g.render_node.exists]
     denied = [
         g for g in state.gpus if g.render_node is not None and g.render_node.exists and not g.render_node.accessible
@@ -145,12 +172,9 @@ def machine_findings(state: MachineState) -> list[Finding]:
             )
         )
     if denied:
-        found.append(
-            catalog.render_node_permission_denied(
-                "error" if all_blocked else "warning",
-                tuple(e for g in denied for e in _permission_evidence(g.render_node.path)),  # type: ignore[union-attr]
-            )
-        )
+        nodes = [g.render_node for g in denied if g.render_node is not None]
+        severity = "error" if all_blocked else "warning"
+        found.append(catalog.render_node_permission_denied(severity, *access_fix(state, nodes)))
     return found
 
 
@@ -162,19 +186,68 @@ def _render_evidence(gpu: GpuState) -> str:
     return f"KFD node {gpu.node_index} ({gpu.gfx_target or 'unknown target'}): {node.path} {what}"
 
 
-def _permission_evidence(path: Path) -> tuple[str, ...]:
-    try:
-        info = os.stat(path)
-    except OSError as error:
-        return (f"{path}: {error.strerror}",)
-    group = _group_name(info.st_gid)
-    return (f"{path} is owned by group '{group}' with mode {info.st_mode & 0o777:o}; uid {os.getuid()} is not allowed",)
+# A device node's group shows as this id inside a user namespace that does not map the host's group (the kernel's
+# overflowgid, /proc/sys/kernel/overflowgid): an unprivileged LXC or rootless container.
+OVERFLOW_GID = 65534
 
 
-def _group_name(gid: int) -> str:
-    try:
-        import grp
+def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple[str, ...], catalog.Remedy | None]:
+    """The fix for device nodes this process may not open, by number: the group id each node is owned by that the
+    process lacks (never a group name it already holds: a container's 'render' is often another number than the
+    host's), said the way this machine takes it (a container's --group-add, podman's keep-groups, an LXC idmap, a
+    host's usermod). With the evidence, and the groups as a remedy the doctor can check."""
+    from jax_rocm7_plugin._machine.identity import described, group_names, read_identity
 
-        return grp.getgrgid(gid).gr_name
-    except (KeyError, ImportError):
-        return str(gid)
+    identity = state.identity or read_identity(state.root)
+    names = group_names(state.root)
+    held = ", ".join(described(g, names) for g in identity.gids) or "none"
+    owners = [described(node.gid, names) if node.gid is not None else "an unknown group" for node in nodes]
+    evidence = (
+        *(f"{n.path} is owned by {owner} with mode {n.mode:o}" for n, owner in zip(nodes, owners, strict=True)),
+        f"this process (uid {identity.uid}, read from {identity.source}) holds {held}",
+    )
+    group_rw = [n for n in nodes if n.gid is not None and n.mode & 0o060 == 0o060]
+    owner_only = [n for n in nodes if n not in group_rw]
+    if owner_only:
+        paths = ", ".join(str(n.path) for n in owner_only)
+        return (
+            f"{paths} let no group read and write it (mode {owner_only[0].mode:o}): on the host, give the node the "
+            "mode 0660 and the render group the way AMD's packages do (a udev rule: "
+            'SUBSYSTEM=="kfd", GROUP="render", MODE="0660"; SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", '
+            'MODE="0660"), then reload udev',
+            evidence,
+            None,
+        )
+    gids = tuple(dict.fromkeys(n.gid for n in group_rw if n.gid not in identity.gids))  # type: ignore[misc]
+    if not gids:  # every group is held and the bits allow it: an ACL, a mount or a security module refuses
+        return (
+            "the process holds the owning group and the mode allows it, so something else refuses (an ACL, a "
+            "read-only or nodev mount, SELinux or AppArmor): check `getfacl` and the audit log for the node",
+            evidence,
+            None,
+        )
+    listed = " ".join(f"--group-add {g}" for g in gids)
+    if OVERFLOW_GID in gids:
+        fix = (
+            f"the node's group is not mapped into this container (it shows as the overflow id {OVERFLOW_GID}): map "
+            "the host's group id of the node into it (LXC: lxc.idmap = g <id> <host id> 1 and lxc.hook for the "
+            "device; rootless podman: --group-add keep-groups), or run the container with the host's numeric id "
+            "(docker run --group-add <host's render gid>)"
+        )
+        return fix, evidence, None
+    container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))
+    plural = "s" if len(gids) > 1 else ""
+    if container:
+        fix = (
+            f"give the container the group id{plural} that own{'' if plural else 's'} the device node{plural}, by "
+            f"number: {listed} (rootless podman: --group-add keep-groups; an LXC guest: map the id{plural} with "
+            "lxc.idmap)"
+        )
+    else:
+        named = [names[g] for g in gids if g in names]
+        how = f"sudo usermod -aG {','.join(named)} $USER and log in again" if len(named) == len(gids) else ""
+        fix = (
+            f"give this user the group id{plural} {', '.join(str(g) for g in gids)} that own{'' if plural else 's'} "
+            f"the device node{plural}" + (f": {how}" if how else "") + f"; in a container, pass {listed}"
+        )
+    return fix, evidence, catalog.Remedy(groups=gids)

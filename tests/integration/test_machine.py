@@ -124,4 +124,5 @@ def test_permission_denied_for_unprivileged_user(
     (root / "dev" / "dri" / "renderD128").chmod(render_mode)
     found = _findings_as_nobody(root)
     assert [f[:2] for f in found] == [[finding, "error"]]
-    assert "owned by group 'root'" in found[0][2]  # names the group to join
+    assert "owned by gid 0" in found[0][2]  # names the group by number
+    assert f"holds gid {NOBODY}" in found[0][-1]  # and the process's own groups, by number

@@ -1,0 +1,79 @@
+"""A fix the doctor can check: read the machine again as it would be after the fix, and say what remains.
+
+A finding whose fix is a change of what the doctor reads (variables set or unset, group ids the process gains)
+carries it as a `Remedy`. Here each such remedy is applied to the settings (the same environment with the change,
+the same sysroot) and the whole plain diagnosis runs again. The fix then says "checked: ..." where the problem is
+gone and no new error appears, and says what is still found where it is not: a fix the rerun does not clear is
+a defect of the doctor, which the tests hold to (tests/integration/test_remedies.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from jax_rocm7_plugin._findings import Finding, Remedy
+from jax_rocm7_plugin._settings import PJRT_LIBRARY, Settings, read_settings
+
+NO_ERROR = "with this change the doctor finds no error"
+
+
+def settings_after(settings: Settings, remedy: Remedy) -> Settings | None:
+    """The settings of this process as they would be after `remedy` (None: the environment they came from is not
+    known, so the change cannot be made)."""
+    if settings.environ is None:
+        return None
+    environ = dict(settings.environ)
+    if settings.pjrt_library is not None:  # --library is part of what was read
+        environ[PJRT_LIBRARY] = str(settings.pjrt_library)
+    for name, value in remedy.environment:
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    changed = read_settings(environ, sysroot=settings.sysroot, platforms=None)
+    return changed._replace(groups_added=tuple(dict.fromkeys((*settings.groups_added, *remedy.groups))))
+
+
+def prove(
+    found: Sequence[Finding], settings: Settings, rerun: Callable[[Settings], Sequence[Finding]]
+) -> list[Finding]:
+    """`found` with every remedy checked by `rerun` (the plain diagnosis of the changed settings): its outcome in
+    the remedy and at the end of the fix. One rerun per distinct change."""
+    before = {f.key for f in found if f.severity != "info"}
+    outcomes: dict[Remedy, tuple[bool, str]] = {}
+    result = []
+    for finding in found:
+        remedy = finding.remedy
+        if remedy is None or remedy.checked is not None or finding.severity == "info":
+            result.append(finding)
+            continue
+        if remedy not in outcomes:
+            outcomes[remedy] = _check(finding, remedy, settings, rerun, before)
+        cleared, outcome = outcomes[remedy]
+        note = f"checked: {outcome}" if cleared else f"not enough on its own: {outcome}"
+        result.append(
+            finding._replace(fix=f"{finding.fix} ({note})", remedy=remedy._replace(checked=cleared, outcome=outcome))
+        )
+    return result
+
+
+def _check(
+    finding: Finding,
+    remedy: Remedy,
+    settings: Settings,
+    rerun: Callable[[Settings], Sequence[Finding]],
+    before: set[tuple[str, str | None]],
+) -> tuple[bool, str]:
+    changed = settings_after(settings, remedy)
+    if changed is None:
+        return False, "the doctor could not check it (it does not know the environment it was started with)"
+    after = [f for f in rerun(changed) if f.severity != "info"]
+    still = [f for f in after if f.key == finding.key]
+    new = [f for f in after if f.key not in before and (f.severity == "error" or finding.severity == "warning")]
+    errors = [f for f in after if f.severity == "error"]
+    if still or new:
+        first = (still or new)[0]
+        return False, f"with {remedy.words()} the doctor still finds {first.id}: {first.summary}"
+    if not errors:
+        return True, NO_ERROR
+    return True, f"with this change this problem is gone; {', '.join(dict.fromkeys(f.id for f in errors))} remain"
