@@ -72,6 +72,12 @@ class Host:
     ld_conf: bool = True  # /opt/rocm/lib in /etc/ld.so.conf.d, as AMD's packages and librocdxg register it
     hipblaslt_per_processor: bool = False  # hipBLASLt's files in library/<gfx>/ (TheRock#7976)
     without_files: tuple[str, ...] = ()  # globs under the sysroot removed after building (a library lacking a GPU)
+    # Who runs the job, by number (None: this test process, root). Then /proc/self/status says so, /etc/group holds
+    # `group_names`, and the device nodes are owned by `node_gid` with mode 0660, as AMD's udev rules make them.
+    uid: int | None = None
+    groups: tuple[int, ...] = ()
+    node_gid: int = 0
+    group_names: Mapping[str, int] = field(default_factory=dict)
 
     def but(self, **changes: object) -> Host:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -306,6 +312,8 @@ def build_host(
         (root / ".dockerenv").write_text("")
         (root / "proc").mkdir(exist_ok=True)
         (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=16777216k 0 0\n")
+    if host.uid is not None:
+        _identity(root, host)
     for pattern in host.without_files:
         for path in root.glob(pattern):
             path.unlink()
@@ -314,6 +322,24 @@ def build_host(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content)
     return root, environ, library
+
+
+def _identity(root: Path, host: Host) -> None:
+    """The process's numbers in /proc/self/status (proc(5)), the group database, the nodes' owner and mode."""
+    import os
+
+    primary = host.groups[0] if host.groups else host.uid
+    status = root / "proc" / "self" / "status"
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text(
+        f"Name:\tpython3\nUid:\t{host.uid}\t{host.uid}\t{host.uid}\t{host.uid}\n"
+        f"Gid:\t{primary}\t{primary}\t{primary}\t{primary}\nGroups:\t{' '.join(map(str, host.groups))}\n"
+    )
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc" / "group").write_text("".join(f"{name}:x:{gid}:\n" for name, gid in host.group_names.items()))
+    for node in [root / "dev" / "kfd", *(root / "dev" / "dri").glob("renderD*")]:
+        os.chown(node, 0, host.node_gid)
+        node.chmod(0o660)
 
 
 def _hipblaslt_per_processor(lib_dir: Path, kernels: tuple[str, ...]) -> None:
