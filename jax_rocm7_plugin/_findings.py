@@ -38,6 +38,7 @@ FindingId = Literal[
     "rocm-major-mismatch",
     "rocm-older-than-library",
     "rocm-path-mismatch",
+    "rocm-installs-mixed",
     "library-dependency-missing",
     "library-dependency-preloaded",
     "pjrt-wheel-missing",
@@ -516,6 +517,12 @@ def cuda_plugin_present(evidence: tuple[str, ...]) -> Finding:
         "choose explicitly: JAX_PLATFORMS=rocm, or jax.devices('rocm') in code",
         evidence,
     )
+
+
+def rocm_installs_mixed(
+    severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
+    return Finding("rocm-installs-mixed", severity, summary, fix, evidence, remedy=remedy)
 
 
 def rocm_path_mismatch(evidence: tuple[str, ...]) -> Finding:

@@ -51,13 +51,16 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     plugins = packages.inventory()
     found.extend(packages.plugin_findings(plugins))
     found.extend(_known_issues(facts, plugins))
-    found.extend(_math_libraries(facts))
     found.extend(_opened_libraries(facts))
     memories = _memory(facts)
+    from jax_rocm7_plugin._doctor import invariants
     from jax_rocm7_plugin._machine.memory import memory_findings
 
-    found.extend(memory_findings(memories))
+    found.extend(memory_findings([m for m in memories if m.node_index in _used_nodes(facts)]))
     found.extend(_toolchain(facts, found))
+    found.extend(invariants.mixed_rocm(facts))
+    math, unserved = _math_libraries(facts)
+    found = invariants.hide_unserved(facts, [*found, *math], {*unserved, *_uncovered(facts)})
     if prove and any(f.remedy is not None for f in found):
         from jax_rocm7_plugin._doctor.proof import prove as check_remedies
 
@@ -207,16 +210,35 @@ def used_processors(facts: Facts) -> list[str]:
     return [n for n in dict.fromkeys(names) if n]
 
 
-def _math_libraries(facts: Facts) -> list[Finding]:
+def _used_nodes(facts: Facts) -> set[int]:
+    """The KFD nodes of the GPUs HIP will use and can open (a hidden GPU gets no finding of its own)."""
+    machine, view = facts.machine, facts.view
+    if machine is None or view is None:
+        return set()
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    return {node.index for _, node in view.gpus if node.index in usable}
+
+
+def _uncovered(facts: Facts) -> set[str]:
+    """The processors (after HSA_OVERRIDE_GFX_VERSION) of visible GPUs the PJRT library has no code for."""
+    return {
+        c.effective_target
+        for c in facts.coverage or ()
+        if c.position is not None and c.covered_by is None and c.effective_target
+    }
+
+
+def _math_libraries(facts: Facts) -> tuple[list[Finding], set[str]]:
     """math-library-gpu-unsupported: the kernel files of rocBLAS, hipBLASLt and MIOpen, read beside the copies
-    the dynamic loader takes (a dependency of the PJRT library, else where it would open them from)."""
+    the dynamic loader takes (a dependency of the PJRT library, else where it would open them from); and the
+    processors a library whose absence aborts or fails has no kernels for."""
     from jax_rocm7_plugin._machine.gpu_kernels import kernel_findings, library_kernels
     from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
     from jax_rocm7_plugin._policy.math_libraries import libraries
 
     gpus = used_processors(facts)
     if not gpus or facts.library is None or facts.runtime is None:
-        return []
+        return [], set()
     settings = facts.settings
     walk = facts.runtime.dependencies
     states = []
@@ -226,7 +248,13 @@ def _math_libraries(facts: Facts) -> list[Finding]:
             where = resolve_opened(library.soname, facts.library.path, settings.sysroot, settings.ld_library_path)
         if where is not None:
             states.append(library_kernels(library, where, gpus, dict(settings.runtime_environment), settings.sysroot))
-    return kernel_findings(states)
+    unserved = {
+        gfx
+        for s in states
+        if s.library.without != "slower" and (s.laid_out or not s.folder.is_dir())
+        for gfx in s.missing
+    }
+    return kernel_findings(states), unserved
 
 
 def _opened_libraries(facts: Facts) -> list[Finding]:

@@ -265,7 +265,10 @@ def test_hide_fix_counts_within_rocr_selection(tmp_path: Path, build: Path) -> N
     gpus = [Gpu(GFX906), Gpu(GFX906, drm_render_minor=129), Gpu(GFX1100, drm_render_minor=130)]
     report = diagnose({"ROCR_VISIBLE_DEVICES": "1,2"}, healthy(tmp_path, build, gpus), library_of(build))
     uncovered = finding(report, "gpu-arch-not-in-library")
-    assert uncovered.severity == "warning" and uncovered.fix == "hide it from HIP: HIP_VISIBLE_DEVICES=1"
+    assert uncovered.severity == "warning"
+    assert uncovered.fix.startswith("hide GPU 0 (gfx906, Instinct MI50/MI60, Radeon VII) from HIP and keep GPU 1 ")
+    assert uncovered.remedy is not None and uncovered.remedy.environment == (("HIP_VISIBLE_DEVICES", "1"),)
+    assert uncovered.remedy.checked, uncovered.remedy.outcome  # the doctor re-read the machine with it set
 
 
 def test_rocm_older_than_the_library_was_built_for(

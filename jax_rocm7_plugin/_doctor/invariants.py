@@ -1,0 +1,157 @@
+"""Invariants of a working machine, checked as such whatever broke them (the doctor's, not the loader's).
+
+Known-issue entries each name one bug; what users meet most is a machine that breaks a rule every working
+machine keeps. Each function here checks one rule over what the check pipeline learned, and where its fix is a
+change the doctor can make, says it as a `Remedy` (checked by _doctor/proof.py):
+
+- one ROCm per process: every ROCm library the PJRT library's dependency walk takes comes from one install;
+- every GPU the process will use is served, or hidden: a GPU the libraries cannot serve beside GPUs they can is
+  named with the HIP_VISIBLE_DEVICES value that hides it and keeps the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._findings import Finding, Remedy
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.rocm_install import RocmInstall
+    from jax_rocm7_plugin._pipeline import Facts
+
+# Findings about a GPU the libraries cannot serve, which hiding that GPU clears.
+UNSERVED_IDS = ("gpu-arch-not-in-library", "math-library-gpu-unsupported")
+
+
+def hide_unserved(facts: Facts, found: Sequence[Finding], unserved_targets: Iterable[str]) -> list[Finding]:
+    """`found` with the fix of each finding about an unserved GPU led by the value of HIP_VISIBLE_DEVICES that
+    hides it, where other GPUs the process would use are served (the others are kept, in HIP's numbering)."""
+    from jax_rocm7_plugin._policy.gfx_targets import override_target, product_name
+
+    machine, view = facts.machine, facts.view
+    unserved_set = set(unserved_targets)
+    if machine is None or view is None or not unserved_set:
+        return list(found)
+    usable = {g.node_index for g in machine.usable_gpus}
+    override = override_target(facts.settings.hsa_override) if facts.settings.hsa_override else None
+    used = [(index, node) for index, node in view.gpus if node.index in usable]
+    unserved = [(i, n) for i, n in used if (override or n.gfx_target) in unserved_set]
+    kept = [(i, n) for i, n in used if (i, n) not in unserved]
+    if not unserved or not kept:
+        return list(found)  # nothing to keep: hiding is no fix
+    value = ",".join(str(i) for i, _ in kept)
+    hidden = ", ".join(f"GPU {i} ({n.gfx_target}{_product(product_name(n.gfx_target))})" for i, n in unserved)
+    keeping = ", ".join(f"GPU {i} ({n.gfx_target})" for i, n in kept)
+    lead = f"hide {hidden} from HIP and keep {keeping}: HIP_VISIBLE_DEVICES={value}"
+    remedy = Remedy(environment=(("HIP_VISIBLE_DEVICES", value),))
+    result = []
+    for finding in found:
+        if finding.id in UNSERVED_IDS and finding.severity != "info" and finding.remedy is None:
+            fix = finding.fix.removeprefix(f"hide it from HIP: HIP_VISIBLE_DEVICES={value}")
+            fix = f"{lead}; or, to use it, {fix}" if fix else lead
+            finding = finding._replace(fix=fix, remedy=remedy)
+        result.append(finding)
+    return result
+
+
+def _product(name: str | None) -> str:
+    return f", {name}" if name else ""
+
+
+def mixed_rocm(facts: Facts) -> list[Finding]:
+    """rocm-installs-mixed: the ROCm libraries the PJRT library's dependency walk takes come from more than one
+    install (an old ROCm first on LD_LIBRARY_PATH, a module that prepends another, a pip ROCm beside /opt/rocm).
+    The fix is the LD_LIBRARY_PATH without the other installs' folders, where that is what mixes them."""
+    from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
+
+    runtime = facts.runtime
+    walk = runtime.dependencies if runtime is not None else None
+    if runtime is None or walk is None:
+        return []
+    installs = [i for i in runtime.installs if i.library_dirs]
+    taken: dict[str, RocmInstall] = {}  # soname -> its install
+    unplaced: list[str] = []
+    for soname, path in walk.found.items():
+        if not is_rocm_library(soname):
+            continue
+        install = _install_of(path, installs)
+        if install is None:
+            unplaced.append(soname)
+        else:
+            taken[soname] = install
+    homes = list(dict.fromkeys(_root_key(i) for i in taken.values()))
+    if len(homes) < 2:
+        return []
+    by_home: dict[str, list[str]] = {}
+    for soname, install in taken.items():
+        by_home.setdefault(_root_key(install), []).append(soname)
+    describe = {_root_key(i): i for i in taken.values()}
+    versions = {describe[h].version for h in homes if describe[h].version}
+    # The install to keep: the one most of the libraries come from (ties: the one holding the HIP runtime).
+    from jax_rocm7_plugin._names import HIP_SONAME
+
+    hip_home = _root_key(taken[HIP_SONAME]) if HIP_SONAME in taken else None
+    keep = max(homes, key=lambda h: (len(by_home[h]), h == hip_home))
+    others = [h for h in homes if h != keep]
+    settings = facts.settings
+    root = settings.sysroot
+    drop = [
+        entry
+        for entry in settings.ld_library_path
+        if any(_within(_machine_real(root, entry), describe[h]) for h in others)
+    ]
+    evidence = tuple(
+        f"{describe[h].location} ({describe[h].version or 'version unknown'}): {', '.join(sorted(by_home[h]))}"
+        for h in homes
+    ) + ((f"LD_LIBRARY_PATH={':'.join(settings.ld_library_path)}",) if settings.ld_library_path else ())
+    severity = "error" if len(versions) > 1 else "warning"
+    what = f"ROCm {' and '.join(sorted(versions))}" if len(versions) > 1 else "two copies of ROCm"
+    summary = (
+        f"the PJRT library would load {what} in one process: {_count(by_home[keep])} from "
+        f"{describe[keep].location}, {', '.join(f'{_count(by_home[h])} from {describe[h].location}' for h in others)}"
+    )
+    if drop:
+        left = [e for e in settings.ld_library_path if e not in drop]
+        value = ":".join(left)
+        change = f"LD_LIBRARY_PATH={value}" if left else "unset LD_LIBRARY_PATH"
+        fix = (
+            f"use one ROCm, {describe[keep].location}: take {', '.join(drop)} off LD_LIBRARY_PATH ({change}); if an "
+            "environment module put it there, unload that module"
+        )
+        remedy = Remedy(environment=(("LD_LIBRARY_PATH", value if left else None),))
+        return [catalog.rocm_installs_mixed(severity, summary, fix, evidence, remedy)]
+    fix = (
+        f"use one ROCm, {describe[keep].location}: remove the other install's folders from the dynamic loader's "
+        f"search (/etc/ld.so.conf.d, then ldconfig) or uninstall {', '.join(describe[h].location for h in others)}"
+    )
+    return [catalog.rocm_installs_mixed(severity, summary, fix, evidence)]
+
+
+def _count(names: list[str]) -> str:
+    return f"{len(names)} librar{'y' if len(names) == 1 else 'ies'}"
+
+
+def _root_key(install: RocmInstall) -> str:
+    """One key per install tree: its first library folder's real path without the lib/... tail."""
+    first = install.library_dirs[0].resolve()
+    return str(first.parent if first.name == "lib" else first)
+
+
+def _install_of(path: Path, installs: Sequence[RocmInstall]) -> RocmInstall | None:
+    """The install whose library folders hold `path` (real paths); an install with a version first."""
+    real = path.resolve().parent
+    holding = [i for i in installs if any(real == d.resolve() for d in i.library_dirs)]
+    return next((i for i in holding if i.version), holding[0] if holding else None)
+
+
+def _machine_real(root: Path, entry: str) -> Path:
+    from jax_rocm7_plugin._machine import host_path
+
+    return host_path(root, entry).resolve()
+
+
+def _within(folder: Path, install: RocmInstall) -> bool:
+    return any(folder == d.resolve() for d in install.library_dirs)
