@@ -90,11 +90,20 @@ def mixed_rocm(facts: Facts) -> list[Finding]:
         by_home.setdefault(_root_key(install), []).append(soname)
     describe = {_root_key(i): i for i in taken.values()}
     versions = {describe[h].version for h in homes if describe[h].version}
-    # The install to keep: the one most of the libraries come from (ties: the one holding the HIP runtime).
-    from jax_rocm7_plugin._names import HIP_SONAME
+    # The install to keep: the ROCm the library's release was built with, else the newest, else the one most of
+    # the libraries come from (an old ROCm put first is what usually mixes them).
+    from jax_rocm7_plugin._pipeline import library_release
+    from jax_rocm7_plugin._policy import releases
+    from jax_rocm7_plugin._policy.known_issues import version_tuple
 
-    hip_home = _root_key(taken[HIP_SONAME]) if HIP_SONAME in taken else None
-    keep = max(homes, key=lambda h: (len(by_home[h]), h == hip_home))
+    row = releases.get(library_release(facts))
+    built_for = version_tuple(row.rocm_version) if row is not None and row.rocm_version else None
+
+    def preference(home: str) -> tuple[bool, tuple[int, ...], int]:
+        version = version_tuple(describe[home].version or "") or ()
+        return (built_for is not None and version[:3] == built_for[:3], version, len(by_home[home]))
+
+    keep = max(homes, key=preference)
     others = [h for h in homes if h != keep]
     settings = facts.settings
     root = settings.sysroot

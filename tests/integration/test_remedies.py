@@ -14,6 +14,7 @@ from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding, Remedy
 from jax_rocm7_plugin._settings import read_settings
 from tests.support.fleet import HEALTHY, Host, diagnose_host
+from tests.support.sysroots import Gpu
 
 MI300X = HEALTHY[0]
 RELEASE, ROCM = "0.12.0", "7.14.0"
@@ -119,3 +120,103 @@ def test_a_remedy_is_checked_once_for_findings_that_share_it(tmp_path: Path) -> 
     calls = []
     proven = prove(findings, settings, lambda changed: calls.append(changed) or [])
     assert len(calls) == 1 and all(f.remedy is not None and f.remedy.checked for f in proven)
+
+
+# --- One ROCm per process --------------------------------------------------------------------------------------
+
+
+def _two_rocms(tmp_path: Path, build: Path, environ: dict[str, str]) -> Report:
+    """ROCm 7.14.0 at /opt/rocm (what the 0.12.0 pair serves) and an older 7.2.0 beside it with HIP and rocBLAS
+    only; a PJRT library that needs HIP and the three math libraries (link stubs), RUNPATH /opt/rocm/lib."""
+    from tests.support.fleet import released_pair
+    from tests.support.inprocess import doctor
+    from tests.support.native import pjrt_library_with_code_for
+    from tests.support.sysroots import (
+        MATH_SONAMES,
+        PUBLISHED_TARGETS,
+        add_math_libraries,
+        add_rocm,
+        bundle_for,
+        make_sysroot,
+    )
+
+    root = make_sysroot(tmp_path / "root", list(MI300X.gpus[:1]))
+    home = add_rocm(root, build, "7.14.0")
+    add_math_libraries(home / "lib", build, ("gfx942",))
+    old = add_rocm(root, build, "7.2.0", link=False)
+    add_math_libraries(old / "lib", build, ("gfx942",), libraries=("rocBLAS",))
+    library = pjrt_library_with_code_for(
+        tmp_path / "lib",
+        bundle_for(list(PUBLISHED_TARGETS)),
+        hip_dir=build / "hip",
+        needs=tuple(MATH_SONAMES.values()),
+        link_dirs=(build / "rocm-libs",),
+    )
+    with pytest.MonkeyPatch.context() as patch, released_pair(RELEASE, patch):
+        return doctor(environ, root, library)
+
+
+def test_an_old_rocm_first_on_ld_library_path_mixes_two_installs(tmp_path: Path, build: Path) -> None:
+    report = _two_rocms(tmp_path, build, {"LD_LIBRARY_PATH": "/opt/rocm-7.2.0/lib"})
+    mixed = next(f for f in report.findings if f.id == "rocm-installs-mixed")
+    assert mixed.severity == "error" and not report.ok
+    assert "ROCm 7.14.0-56 and 7.2.0-56" in mixed.summary
+    assert any(
+        line.startswith("/opt/rocm-7.2.0 (7.2.0-56): libamdhip64.so.7, librocblas.so.5") for line in mixed.evidence
+    )
+    assert "take /opt/rocm-7.2.0/lib off LD_LIBRARY_PATH (unset LD_LIBRARY_PATH)" in mixed.fix
+    assert mixed.remedy is not None and mixed.remedy.environment == (("LD_LIBRARY_PATH", None),)
+    assert_proven(mixed)
+
+
+def test_two_installs_side_by_side_are_one_rocm_per_process(tmp_path: Path, build: Path) -> None:
+    """The nearest healthy machine: the old ROCm is still installed, but nothing points the loader at it."""
+    report = _two_rocms(tmp_path, build, {})
+    assert "rocm-installs-mixed" not in [f.id for f in report.findings]
+    assert report.ok, [f.sentence() for f in _loud(report)]
+
+
+# --- Every GPU the process uses is served, or hidden -----------------------------------------------------------
+
+GIB = 1024**3
+# A Ryzen 7000 desktop: an RX 7900 XTX and the CPU's Raphael iGPU (gfx1036, 512 MiB), which AMD's math libraries
+# do not serve (ggml-org/llama.cpp#8618, ROCm/TheRock#5543: HIP_VISIBLE_DEVICES keeping the discrete GPU).
+DESKTOP = Host(
+    "RX 7900 XTX + Raphael iGPU",
+    (
+        Gpu(110000, drm_render_minor=128, device_id=0x744C, vram_bytes=24 * GIB),
+        Gpu(100306, drm_render_minor=129, device_id=0x164E, vram_bytes=GIB // 2, simd_count=4),
+    ),
+    system_bytes=64 * GIB,
+)
+
+
+def test_an_unserved_igpu_beside_a_discrete_gpu_is_hidden_by_value(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(DESKTOP, tmp_path, build, monkeypatch)
+    unserved = [f for f in report.findings if f.id == "math-library-gpu-unsupported" and f.severity == "error"]
+    assert unserved and not report.ok
+    for finding in unserved:
+        assert "gfx1036" in finding.summary
+        assert (
+            finding.fix.startswith("hide GPU 1 (gfx1036")
+            and "keep GPU 0 (gfx1100): HIP_VISIBLE_DEVICES=0" in finding.fix
+        )
+        assert_proven(finding)
+
+
+def test_the_igpu_once_hidden_gets_no_finding_at_all(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(DESKTOP.but(environ={"HIP_VISIBLE_DEVICES": "0"}), tmp_path, build, monkeypatch)
+    assert report.ok and _loud(report) == [], [f.sentence() for f in _loud(report)]
+    assert not any("gfx1036" in f.summary or "KFD node 2" in " ".join(f.evidence) for f in report.findings)
+
+
+def test_no_gpu_served_is_not_fixed_by_hiding(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the iGPU alone there is nothing to keep: the fix is a ROCm that serves it, and no remedy is made up."""
+    alone = DESKTOP.but(gpus=DESKTOP.gpus[1:])
+    report = _diagnose(alone, tmp_path, build, monkeypatch)
+    unserved = [f for f in report.findings if f.id == "math-library-gpu-unsupported" and f.severity == "error"]
+    assert unserved and all(f.remedy is None and "HIP_VISIBLE_DEVICES" not in f.fix for f in unserved)
