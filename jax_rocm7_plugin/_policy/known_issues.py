@@ -164,9 +164,11 @@ class Match(NamedTuple):
         """The variables the loader sets for this match (none unless safe, opted in and unset by the user)."""
         if not self.issue.workaround.safe or situation.variable(WORKAROUNDS_VARIABLE) == "0":
             return ()
-        if any(situation.variable(name) is not None for name, _ in self.issue.workaround.variables):
-            return ()  # the user chose a value of their own: theirs stands, and nothing else is half-applied
-        return tuple((name, _expand(value, situation)) for name, value in self.issue.workaround.variables)
+        wanted = [(name, _expand(value, situation)) for name, value in self.issue.workaround.variables]
+        if any(situation.variable(name) not in (None, value) for name, value in wanted):
+            return ()  # the user chose another value of their own: theirs stands, and nothing else is half-applied
+        # Applied whole: a variable already holding the wanted value counts as set, the others are filled in.
+        return tuple((name, value) for name, value in wanted if situation.variable(name) is None)
 
 
 def _range(spec: Mapping[str, str]) -> Range:

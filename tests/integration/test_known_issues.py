@@ -261,6 +261,15 @@ def test_a_users_own_value_is_kept_and_the_bug_still_named(doctor_on: Diagnose) 
     assert named.severity == "warning" and "the loader sets" not in named.summary
 
 
+def test_a_workaround_half_set_by_the_user_is_completed_not_warned(doctor_on: Diagnose) -> None:
+    """One of the three variables already holds the wanted value: the loader fills in the other two (applied
+    whole), so the doctor says what the loader sets, as info, instead of warning."""
+    machine = Machine(environ={"ROCPROFILER_QUEUE_INTERPOSITION": "0"})
+    named = known(doctor_on(machine))["jax-0.10.2-runtime-queue-hang"]
+    assert named.severity == "info", named.sentence()
+    assert "the loader sets DEBUG_HIP_DYNAMIC_QUEUES=0, HSA_NO_SCRATCH_RECLAIM=1 " in named.summary
+
+
 def test_no_known_issues_where_no_gpu_can_be_used(doctor_on: Diagnose) -> None:
     assert known(doctor_on(Machine(gpus=[], rocm="7.2.0", environ={}))) == {}
 
@@ -331,6 +340,17 @@ def test_the_loader_keeps_the_users_value_and_sets_nothing_else_of_it(tmp_path: 
         "HSA_NO_SCRATCH_RECLAIM": None,
     }
     assert "avoiding known issues" not in log
+
+
+def test_the_loader_completes_a_workaround_the_user_began(tmp_path: Path, standin_library: Path) -> None:
+    result, log = _loader_run(tmp_path, standin_library, HSA_NO_SCRATCH_RECLAIM="1")
+    assert result["at_load"] == {
+        "ROCPROFILER_QUEUE_INTERPOSITION": "0",
+        "DEBUG_HIP_DYNAMIC_QUEUES": "0",
+        "HSA_NO_SCRATCH_RECLAIM": "1",
+    }
+    said = [line for line in log.splitlines() if "avoiding known issues" in line]
+    assert len(said) == 1 and "HSA_NO_SCRATCH_RECLAIM" not in said[0], log  # it set only what it set
 
 
 def test_the_loader_sets_nothing_when_workarounds_are_off(tmp_path: Path, standin_library: Path) -> None:
