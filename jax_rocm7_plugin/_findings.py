@@ -126,6 +126,13 @@ class Finding(NamedTuple):
         abort); the doctor's `ok` is False."""
         return self.severity == "error"
 
+    def checked_fix(self) -> str:
+        """The fix, and where the doctor checked it by diagnosing again with it made, what it found then."""
+        remedy = self.remedy
+        if remedy is None or remedy.checked is None:
+            return self.fix
+        return f"{self.fix} ({'checked' if remedy.checked else 'not enough on its own'}: {remedy.outcome})"
+
     def sentence(self) -> str:
         """One line: cause, then fix (bytes that are not UTF-8 and line breaks escaped)."""
         text = f"{self.summary}. Fix: {self.fix}".replace("\r", "\\r").replace("\n", "\\n")
@@ -330,6 +337,14 @@ def environment_variable_invalid(name: str, value: str, problem: str, *, blocks:
     )
 
 
+def stack_variable_invalid(
+    severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
+    """A variable of the stack under jax (ROCr, HIP, RCCL, the math libraries, XLA, jax) whose reader cannot use
+    its value as meant (_policy/stack_variables.json): the same id as the plugin's own variables."""
+    return Finding("environment-variable-invalid", severity, summary, fix, evidence, remedy=remedy)
+
+
 _VARIABLE_WANTS = {
     "JAX_ROCM_SYSROOT": "an absolute path of a directory (a machine image's root)",
     "JAX_ROCM_PJRT_LIBRARY": "the absolute path of a PJRT plugin .so",
@@ -442,15 +457,24 @@ def gpu_arch_not_in_library(severity: Severity, summary: str, fix: str, evidence
     return Finding("gpu-arch-not-in-library", severity, summary, fix, evidence)
 
 
-def hsa_override_gfx_version(summary: str, evidence: tuple[str, ...], severity: Severity = "warning") -> Finding:
-    """A warning where the override changes the code some GPU HIP uses runs; info where it changes nothing."""
+def hsa_override_gfx_version(
+    summary: str,
+    evidence: tuple[str, ...],
+    severity: Severity = "warning",
+    fix: str | None = None,
+    remedy: Remedy | None = None,
+) -> Finding:
+    """A warning where the override changes the code some GPU HIP uses runs; info where it changes nothing; an
+    error where ROCr cannot read it at all."""
     return Finding(
         "hsa-override-gfx-version",
         severity,
         summary,
-        "unset HSA_OVERRIDE_GFX_VERSION unless you need it: code built for another processor can "
+        fix
+        or "unset HSA_OVERRIDE_GFX_VERSION unless you need it: code built for another processor can "
         "compute wrong results or hang",
         evidence,
+        remedy=remedy,
     )
 
 

@@ -272,7 +272,9 @@ class _Run:
 
         try:
             settings = read_settings(self.environ, sysroot=self.options.sysroot, library=self.options.library)
-            return diagnose_with_facts(settings)
+            # Fixes are not checked by a second diagnosis here: every process of the job waits for the slowest, and
+            # `doctor` on the odd host checks them.
+            return diagnose_with_facts(settings, prove=False)
         except Exception as error:  # noqa: BLE001 - reported in the record as this process's error
             return error
 

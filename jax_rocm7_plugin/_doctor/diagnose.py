@@ -59,8 +59,10 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     found.extend(memory_findings([m for m in memories if m.node_index in _used_nodes(facts)]))
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
+    found.extend(invariants.variable_findings(settings))
     math, unserved = _math_libraries(facts)
     found = invariants.hide_unserved(facts, [*found, *math], {*unserved, *_uncovered(facts)})
+    found = invariants.unneeded_override(facts, found)
     if prove and any(f.remedy is not None for f in found):
         from jax_rocm7_plugin._doctor.proof import prove as check_remedies
 

@@ -6,7 +6,9 @@ change the doctor can make, says it as a `Remedy` (checked by _doctor/proof.py):
 
 - one ROCm per process: every ROCm library the PJRT library's dependency walk takes comes from one install;
 - every GPU the process will use is served, or hidden: a GPU the libraries cannot serve beside GPUs they can is
-  named with the HIP_VISIBLE_DEVICES value that hides it and keeps the others.
+  named with the HIP_VISIBLE_DEVICES value that hides it and keeps the others;
+- every variable the stack reads has a valid value (_policy/stack_variables.json): an empty or malformed one is
+  named with what its reader does with it, and the valid value that keeps what was meant, or unsetting it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from jax_rocm7_plugin._findings import Finding, Remedy
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.rocm_install import RocmInstall
     from jax_rocm7_plugin._pipeline import Facts
+    from jax_rocm7_plugin._settings import Settings
 
 # Findings about a GPU the libraries cannot serve, which hiding that GPU clears.
 UNSERVED_IDS = ("gpu-arch-not-in-library", "math-library-gpu-unsupported")
@@ -55,6 +58,35 @@ def hide_unserved(facts: Facts, found: Sequence[Finding], unserved_targets: Iter
             finding = finding._replace(fix=fix, remedy=remedy)
         result.append(finding)
     return result
+
+
+def unneeded_override(facts: Facts, found: Sequence[Finding]) -> list[Finding]:
+    """`found` with the fix of a warning about HSA_OVERRIDE_GFX_VERSION made "unset it" (checked) where the library
+    carries code for every GPU the process uses as itself: the override is a leftover (a line in ~/.bashrc from
+    another GPU) that makes them run another processor's code."""
+    from jax_rocm7_plugin._policy.gfx_targets import covering_target
+
+    targets, machine, view = facts.library_targets, facts.machine, facts.view
+    if not facts.settings.hsa_override or not targets or machine is None or view is None:
+        return list(found)
+    usable = {g.node_index for g in machine.usable_gpus}
+    own = [node.gfx_target for _, node in view.gpus if node.index in usable]
+    library = frozenset(targets)
+    if not own or not all(gfx and covering_target(gfx, library) for gfx in own):
+        return list(found)
+    gpus = ", ".join(dict.fromkeys(g for g in own if g))
+    fix = (
+        f"unset HSA_OVERRIDE_GFX_VERSION: the PJRT library carries code for every GPU here as itself ({gpus}), and "
+        "the override makes them run another processor's code (a leftover line in ~/.bashrc or a container's "
+        "environment?)"
+    )
+    remedy = Remedy(environment=(("HSA_OVERRIDE_GFX_VERSION", None),))
+    return [
+        f._replace(fix=fix, remedy=remedy)
+        if f.id == "hsa-override-gfx-version" and f.severity == "warning" and f.remedy is None
+        else f
+        for f in found
+    ]
 
 
 def _product(name: str | None) -> str:
@@ -137,6 +169,24 @@ def mixed_rocm(facts: Facts) -> list[Finding]:
         f"search (/etc/ld.so.conf.d, then ldconfig) or uninstall {', '.join(describe[h].location for h in others)}"
     )
     return [catalog.rocm_installs_mixed(severity, summary, fix, evidence)]
+
+
+def variable_findings(settings: Settings) -> list[Finding]:
+    """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant."""
+    from jax_rocm7_plugin._policy.stack_variables import problems
+
+    found = []
+    for problem in problems(settings.environ or {}):
+        variable = problem.variable
+        if problem.corrected is not None:
+            fix = f"set {variable.name}={problem.corrected}"
+        else:
+            fix = f"unset {variable.name} (or give it a valid value, e.g. {variable.name}={variable.example})"
+        summary = f"{variable.name}={problem.value!r} {problem.what}: {problem.effect}"
+        evidence = (f"{variable.name}={problem.value!r}", f"read by {variable.reader}: {variable.source}")
+        remedy = Remedy(environment=((variable.name, problem.corrected),))
+        found.append(catalog.stack_variable_invalid(problem.severity, summary, fix, evidence, remedy))
+    return found
 
 
 def _count(names: list[str]) -> str:

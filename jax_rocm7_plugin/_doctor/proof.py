@@ -2,9 +2,10 @@
 
 A finding whose fix is a change of what the doctor reads (variables set or unset, group ids the process gains)
 carries it as a `Remedy`. Here each such remedy is applied to the settings (the same environment with the change,
-the same sysroot) and the whole plain diagnosis runs again. The fix then says "checked: ..." where the problem is
-gone and no new error appears, and says what is still found where it is not: a fix the rerun does not clear is
-a defect of the doctor, which the tests hold to (tests/integration/test_remedies.py).
+the same sysroot) and the whole plain diagnosis runs again. The remedy then holds the outcome, and the report says
+"checked: ..." after the fix where the problem is gone and no new error appears, and what is still found where it
+is not (`Finding.checked_fix`): a fix the rerun does not clear is a defect of the doctor, which the tests hold to
+(tests/integration/test_remedies.py). The fix's own words stay the loader's, which checks nothing.
 """
 
 from __future__ import annotations
@@ -50,10 +51,7 @@ def prove(
         if remedy not in outcomes:
             outcomes[remedy] = _check(finding, remedy, settings, rerun, before)
         cleared, outcome = outcomes[remedy]
-        note = f"checked: {outcome}" if cleared else f"not enough on its own: {outcome}"
-        result.append(
-            finding._replace(fix=f"{finding.fix} ({note})", remedy=remedy._replace(checked=cleared, outcome=outcome))
-        )
+        result.append(finding._replace(remedy=remedy._replace(checked=cleared, outcome=outcome)))
     return result
 
 

@@ -65,7 +65,7 @@ def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:
     else:
         yield f"  [{first.severity}] {first.id} ({len(group)}):"
         yield from (f"      - {finding.summary}" for finding in group)
-    yield f"      fix: {first.fix}"
+    yield f"      fix: {first.checked_fix()}"
     shown = evidence if verbose else evidence[:EVIDENCE_LINES]
     yield from (f"      evidence: {line}" for line in shown)
     if len(shown) < len(evidence):

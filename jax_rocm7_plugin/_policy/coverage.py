@@ -48,12 +48,26 @@ def override_findings(value: str | None, used_targets: Collection[str | None] = 
     if value is None:
         return []
     target = override_target(value)
+    unset = catalog.Remedy(environment=((OVERRIDE_VARIABLE, None),))
+    if not value.strip():  # exported empty (docker run -e NAME, ${NAME:-}): ROCm/ROCR-Runtime#354
+        return [
+            catalog.hsa_override_gfx_version(
+                f"{OVERRIDE_VARIABLE} is set but empty: ROCr releases before ROCm/rocm-systems#5686 reject it "
+                "('is invalid'), hsa_init fails and no GPU can be used",
+                (f"{OVERRIDE_VARIABLE}={value!r}", "https://github.com/ROCm/ROCR-Runtime/issues/354"),
+                fix=f"unset {OVERRIDE_VARIABLE} (do not export it empty)",
+                remedy=unset,
+            )
+        ]
     if target is None:
         return [
             catalog.hsa_override_gfx_version(
-                f"{OVERRIDE_VARIABLE}={value!r} is not of the form X.Y.Z; "
-                "coverage is judged with the GPUs' own targets",
+                f"{OVERRIDE_VARIABLE}={value!r} is not of the form X.Y.Z: ROCr rejects it ('is invalid'), hsa_init "
+                "fails and no GPU can be used",
                 (f"{OVERRIDE_VARIABLE}={value!r}",),
+                "error",
+                fix=f"unset {OVERRIDE_VARIABLE}, or write all three numbers of the processor to run as (e.g. 11.0.0)",
+                remedy=unset,
             )
         ]
     evidence = (f"{OVERRIDE_VARIABLE}={value!r}", *(f"GPU {t}" for t in used_targets if t))

@@ -125,6 +125,7 @@ SCENARIOS: dict[str, Callable[[Case], object]] = {
     "version-skew-pjrt": lambda c: (c.gpu_machine(), _fake_pjrt_wheel(c, "0.9.0")),
     "xla-client-env-invalid": lambda c: (c.gpu_machine(), c.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="FALSE")),
     "gpu-arch-not-in-library": lambda c: c.gpu_machine([Gpu(GFX906)]),
+    "hsa-override-gfx-version": lambda c: (c.gpu_machine(), c.environ.update(HSA_OVERRIDE_GFX_VERSION="11.0")),
     "rocm-not-found": lambda c: make_sysroot(c.root),
     "rocm-major-mismatch": _rocm6,
     "library-dependency-missing": lambda c: (
@@ -150,13 +151,14 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "plugin-install-damaged": "raised by the entry module when our package cannot be imported (test_hostile.py)",
     # Same step and constructor as render-node-missing and kfd-device-missing; they need a user who
     # cannot open files (tests run as root here): tests/integration/test_machine.py forks as nobody.
+    "rocm-installs-mixed": "doctor only: which install each library of the dependency walk comes from "
+    "(test_remedies.py)",
     "kfd-permission-denied": "needs an unprivileged user (test_machine.py)",
     "render-node-permission-denied": "needs an unprivileged user (test_machine.py)",
 }
 # Ids that never block: the loader prints them (on success) as warnings; they are no first error.
 NEVER_BLOCKING = {
     "wsl-detected",
-    "hsa-override-gfx-version",
     "rocm-path-mismatch",
     "cuda-plugin-present",
     "cuda-visible-devices-set",

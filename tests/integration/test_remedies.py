@@ -32,7 +32,7 @@ def assert_proven(finding: Finding) -> None:
     """The finding's fix is a change the doctor made and checked: with it, the doctor finds no error."""
     assert finding.remedy is not None, finding
     assert finding.remedy.checked is True, finding.remedy.outcome
-    assert f"checked: {NO_ERROR}" in finding.fix
+    assert f"(checked: {NO_ERROR})" in finding.checked_fix()
 
 
 # --- Access by number, not by name -----------------------------------------------------------------------------
@@ -107,7 +107,8 @@ def test_a_remedy_that_does_not_clear_its_finding_says_so(tmp_path: Path) -> Non
     (checked,) = prove([finding], settings, rerun)
     assert seen == ["0"]  # the rerun saw the change
     assert checked.remedy is not None and checked.remedy.checked is False
-    assert "not enough on its own" in checked.fix and "HIP_VISIBLE_DEVICES=0" in checked.fix
+    assert checked.fix == "f"  # the fix's words stay the loader's
+    assert "not enough on its own" in checked.checked_fix() and "HIP_VISIBLE_DEVICES=0" in checked.checked_fix()
 
 
 def test_a_remedy_is_checked_once_for_findings_that_share_it(tmp_path: Path) -> None:
