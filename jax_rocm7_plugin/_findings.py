@@ -39,6 +39,7 @@ FindingId = Literal[
     "rocm-older-than-library",
     "rocm-path-mismatch",
     "rocm-installs-mixed",
+    "kernel-unsupported",
     "library-dependency-missing",
     "library-dependency-preloaded",
     "pjrt-wheel-missing",
@@ -547,6 +548,10 @@ def rocm_installs_mixed(
     severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
 ) -> Finding:
     return Finding("rocm-installs-mixed", severity, summary, fix, evidence, remedy=remedy)
+
+
+def kernel_unsupported(summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    return Finding("kernel-unsupported", "warning", summary, fix, evidence)
 
 
 def rocm_path_mismatch(evidence: tuple[str, ...]) -> Finding:

@@ -60,6 +60,7 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
+    found.extend(invariants.kernel_findings(facts))
     math, unserved = _math_libraries(facts)
     found = invariants.hide_unserved(facts, [*found, *math], {*unserved, *_uncovered(facts)})
     found = invariants.unneeded_override(facts, found)

@@ -7,6 +7,7 @@ change the doctor can make, says it as a `Remedy` (checked by _doctor/proof.py):
 - one ROCm per process: every ROCm library the PJRT library's dependency walk takes comes from one install;
 - every GPU the process will use is served, or hidden: a GPU the libraries cannot serve beside GPUs they can is
   named with the HIP_VISIBLE_DEVICES value that hides it and keeps the others;
+- the kernel the machine runs has the fixes its GPU needs (_policy/linux_kernels.json, read from /proc/version);
 - every variable the stack reads has a valid value (_policy/stack_variables.json): an empty or malformed one is
   named with what its reader does with it, and the valid value that keeps what was meant, or unsetting it.
 """
@@ -169,6 +170,44 @@ def mixed_rocm(facts: Facts) -> list[Finding]:
         f"search (/etc/ld.so.conf.d, then ldconfig) or uninstall {', '.join(describe[h].location for h in others)}"
     )
     return [catalog.rocm_installs_mixed(severity, summary, fix, evidence)]
+
+
+def kernel_findings(facts: Facts) -> list[Finding]:
+    """kernel-unsupported: a GPU the process uses needs amdgpu/KFD fixes this kernel does not have."""
+    from jax_rocm7_plugin._machine import host_path
+    from jax_rocm7_plugin._policy import linux_kernels
+
+    machine, view = facts.machine, facts.view
+    if machine is None or view is None:
+        return []
+    usable = {g.node_index for g in machine.usable_gpus}
+    used = {node.gfx_target for _, node in view.gpus if node.index in usable}
+    needing = [r for r in linux_kernels.requirements() if used & set(r.gfx)]
+    if not needing:
+        return []
+    path = host_path(facts.settings.sysroot, "/proc/version")
+    try:
+        banner = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []  # not known: no finding
+    kernel = linux_kernels.parse(banner)
+    if kernel is None:
+        return []
+    found = []
+    for requirement in needing:
+        if linux_kernels.has_fixes(kernel, requirement) is not False:
+            continue
+        gpus = ", ".join(sorted(used & set(requirement.gfx)))
+        first = "; ".join(f["name"] for f in requirement.first_fixed)
+        found.append(
+            catalog.kernel_unsupported(
+                f"this Linux kernel ({kernel.release}) lacks what {requirement.product} ({gpus}) needs: "
+                f"{requirement.needs}",
+                f"upgrade the Linux kernel to one with the fixes, the first of each kind being: {first}",
+                (f"{path}: {banner.strip()[:160]}", *requirement.sources),
+            )
+        )
+    return found
 
 
 def variable_findings(settings: Settings) -> list[Finding]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
-from jax_rocm7_plugin._machine.identity import Identity
+from jax_rocm7_plugin._machine.identity import OVERFLOW_ID, Identity
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, Topology, read_topology
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -186,11 +186,6 @@ def _render_evidence(gpu: GpuState) -> str:
     return f"KFD node {gpu.node_index} ({gpu.gfx_target or 'unknown target'}): {node.path} {what}"
 
 
-# A device node's group shows as this id inside a user namespace that does not map the host's group (the kernel's
-# overflowgid, /proc/sys/kernel/overflowgid): an unprivileged LXC or rootless container.
-OVERFLOW_GID = 65534
-
-
 def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple[str, ...], catalog.Remedy | None]:
     """The fix for device nodes this process may not open, by number: the group id each node is owned by that the
     process lacks (never a group name it already holds: a container's 'render' is often another number than the
@@ -227,12 +222,12 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
             None,
         )
     listed = " ".join(f"--group-add {g}" for g in gids)
-    if OVERFLOW_GID in gids:
+    if OVERFLOW_ID in gids:
         fix = (
-            f"the node's group is not mapped into this container (it shows as the overflow id {OVERFLOW_GID}): map "
-            "the host's group id of the node into it (LXC: lxc.idmap = g <id> <host id> 1 and lxc.hook for the "
-            "device; rootless podman: --group-add keep-groups), or run the container with the host's numeric id "
-            "(docker run --group-add <host's render gid>)"
+            f"the node's group is not mapped into this container (it shows as the overflow id {OVERFLOW_ID}): map "
+            "the host's group id of the node into it: rootless Docker or podman, add the host's render and video gids "
+            "to /etc/subgid for your user (then --group-add them, or podman's --group-add keep-groups); an LXC guest, "
+            "lxc.idmap = g <id> <host id> 1"
         )
         return fix, evidence, None
     container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))

@@ -18,6 +18,7 @@ from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._record import NamedTuple
 
 STATUS = "/proc/self/status"
+OVERFLOW_ID = 65534  # what an id the user namespace does not map shows as (/proc/sys/kernel/overflow{u,g}id)
 GROUP_FILE = "/etc/group"
 
 
@@ -56,7 +57,9 @@ def read_identity(root: Path, added: tuple[int, ...] = ()) -> Identity:
 def may_read_write(info: os.stat_result, identity: Identity) -> bool:
     """Whether the kernel lets `identity` open a file of this mode and ownership for reading and writing (ACLs
     and capabilities other than root's are not modelled: the loader asks the kernel itself where it can)."""
-    if identity.uid == 0:
+    if identity.uid == 0 and OVERFLOW_ID not in (info.st_uid, info.st_gid):
+        # root passes, but only over files its user namespace maps: inside a rootless container the host's root and
+        # render group show as the overflow id, and the group bits decide (user_namespaces(7)).
         return True
     mode = info.st_mode
     if info.st_uid == identity.uid:

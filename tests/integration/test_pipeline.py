@@ -151,6 +151,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "plugin-install-damaged": "raised by the entry module when our package cannot be imported (test_hostile.py)",
     # Same step and constructor as render-node-missing and kfd-device-missing; they need a user who
     # cannot open files (tests run as root here): tests/integration/test_machine.py forks as nobody.
+    "kernel-unsupported": "doctor only: /proc/version against _policy/linux_kernels.json (test_remedies.py)",
     "rocm-installs-mixed": "doctor only: which install each library of the dependency walk comes from "
     "(test_remedies.py)",
     "kfd-permission-denied": "needs an unprivileged user (test_machine.py)",
