@@ -2,9 +2,12 @@
 
 For every released pair (each row of releases.json, its doctor run in process with that release and jaxlib):
 
-- recall: the public failure reports of tests/support/fleet.py (FAILURES: threads the doctor was not built from)
-  whose cause the doctor names in the summary or fix of an error or warning, and the known-issue threads of
-  tests/integration/test_known_issues.py (CASES) whose entry it names on the thread's machine;
+- recall: the public failure reports of tests/support/fleet.py (FAILURES) whose cause the doctor names in the summary
+  or fix of an error or warning, apart for the threads its own data cites (trained: _policy/*.json names them) and
+  the others (held out); and the known-issue threads of tests/integration/test_known_issues.py (CASES) whose entry
+  it names on the thread's machine;
+- remedies: of the FAILURES whose thread confirms a working fix, those where the finding naming the cause gives
+  that fix (named), and where the doctor also checked it by diagnosing again with it made (checked);
 - false alarms: errors, and warnings other than a known issue its sources confirm for that configuration, on the
   healthy fleet (HEALTHY: 14 machines).
 
@@ -44,7 +47,15 @@ def measure(work: Path) -> dict[str, object]:
     import pytest
 
     from tests.integration.test_known_issues import CASES, build_machine, known
-    from tests.support.fleet import FAILURES, HEALTHY, diagnose_host, false_alarms, names_cause, released_pairs
+    from tests.support.fleet import (
+        FAILURES,
+        HEALTHY,
+        diagnose_host,
+        false_alarms,
+        names_cause,
+        released_pairs,
+        remedy_outcome,
+    )
     from tests.support.inprocess import doctor
     from tests.support.sysroots import library_of
 
@@ -68,9 +79,18 @@ def measure(work: Path) -> dict[str, object]:
     for release, rocm in released_pairs():
         started = time.perf_counter()
         named, missed = [], []
+        groups = {"trained": [0, 0], "held out": [0, 0]}  # named, of
+        remedies: dict[str, list[str]] = {"checked": [], "named": [], "missed": []}
         for case in FAILURES:
             report = diagnose_host(case.host, case.rocm, case.release or release, work / str(next(count)), build, patch)
-            (named if names_cause(report, case.cause) else missed).append(case.thread)
+            hit = names_cause(report, case.cause)
+            (named if hit else missed).append(case.thread)
+            group = groups["trained" if case.trained else "held out"]
+            group[0] += hit
+            group[1] += 1
+            outcome = remedy_outcome(report, case)
+            if outcome != "none":
+                remedies[outcome].append(case.thread)
         alarms: dict[str, list[str]] = {}
         for host in HEALTHY:
             if host.layout == "therock" and rocm.startswith("7.2."):
@@ -85,6 +105,12 @@ def measure(work: Path) -> dict[str, object]:
             "failures_named": len(named),
             "failures": len(FAILURES),
             "failures_missed": missed,
+            "recall_trained": groups["trained"],
+            "recall_held_out": groups["held out"],
+            "confirmed_fixes": sum(len(v) for v in remedies.values()),
+            "fixes_named": len(remedies["named"]) + len(remedies["checked"]),
+            "fixes_checked": len(remedies["checked"]),
+            "fixes_missed": remedies["missed"],
             "healthy_machines": machines,
             "false_alarms": sum(len(v) for v in alarms.values()),
             "machines_with_false_alarms": len(alarms),
@@ -115,19 +141,26 @@ def main() -> None:
     assert isinstance(threads, dict)
     print(f"known-issue threads named on their machines: {threads['named']}/{threads['of']}", end="")
     print(f" (missed: {', '.join(threads['missed'])})" if threads["missed"] else "")
-    print("| pair | ROCm | public failures named (recall) | false alarms on healthy machines |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| pair | ROCm | causes named: all | held out | trained (cited in the data) | confirmed fixes given "
+        "| of those, checked by the doctor | false alarms on healthy machines |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for release, row in results.items():
         assert isinstance(row, dict)
+        held, trained = row["recall_held_out"], row["recall_trained"]
         print(
             f"| jax {release} | {row['rocm']} | {row['failures_named']}/{row['failures']} "
-            f"({100 * row['failures_named'] / row['failures']:.0f}%) | "
+            f"({100 * row['failures_named'] / row['failures']:.0f}%) | {held[0]}/{held[1]} | {trained[0]}/{trained[1]} "
+            f"| {row['fixes_named']}/{row['confirmed_fixes']} | {row['fixes_checked']}/{row['confirmed_fixes']} | "
             f"{row['false_alarms']} on {row['machines_with_false_alarms']} of {row['healthy_machines']} machines |"
         )
     for release, row in results.items():
         assert isinstance(row, dict)
         for thread in row["failures_missed"]:  # type: ignore[attr-defined]
             print(f"jax {release}: not named: {thread}")
+        for thread in row["fixes_missed"]:  # type: ignore[attr-defined]
+            print(f"jax {release}: confirmed fix not given: {thread}")
         for name, alarms in row["alarms"].items():  # type: ignore[attr-defined]
             print(f"jax {release}: false alarm on {name}: {'; '.join(alarms)}")
 

@@ -655,6 +655,8 @@ def doctor_internal_error(error: Exception) -> Finding:
     )
 
 
-def known_issue(entry: str, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+def known_issue(
+    entry: str, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
     """A public bug of the versions this machine runs; `entry` is its id in _policy/known_issues.json."""
-    return Finding("known-issue", severity, summary, fix, evidence, entry)
+    return Finding("known-issue", severity, summary, fix, evidence, entry, remedy)

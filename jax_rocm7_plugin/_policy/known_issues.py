@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin._findings import Finding, Severity
+from jax_rocm7_plugin._findings import Finding, Remedy, Severity
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "known_issues.json"
@@ -424,7 +424,24 @@ def finding(match: Match, situation: Situation) -> Finding:
     if not match.confirmed:
         seen = issue.confirmed.seen or "elsewhere"
         summary = f"{summary}; confirmed only {seen}, not for this machine's configuration"
-    return known_issue(issue.id, match.severity, summary, fix, match.evidence)
+    return known_issue(issue.id, match.severity, summary, fix, match.evidence, _remedy(issue, situation))
+
+
+def _remedy(issue: KnownIssue, situation: Situation) -> Remedy | None:
+    """The workaround as a change of variables the doctor can check: its variables, and its XLA flags added to the
+    XLA_FLAGS already set (None where it is no such change, or names the install's root)."""
+
+    workaround = issue.workaround
+    if not workaround.variables and not workaround.xla_flags:
+        return None
+    if any(ROCM_PLACEHOLDER in value for _, value in workaround.variables):
+        return None
+    environment: list[tuple[str, str | None]] = list(workaround.variables)
+    if workaround.xla_flags:
+        flags = " ".join(f"{flag}={value}" for flag, value in workaround.xla_flags)
+        current = situation.variable("XLA_FLAGS") or ""
+        environment.append(("XLA_FLAGS", f"{current} {flags}".strip()))
+    return Remedy(environment=tuple(environment))
 
 
 def fix_text(issue: KnownIssue, situation: Situation | None = None) -> str:

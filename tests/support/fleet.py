@@ -77,7 +77,9 @@ class Host:
     uid: int | None = None
     groups: tuple[int, ...] = ()
     node_gid: int = 0
+    node_uid: int = 0
     group_names: Mapping[str, int] = field(default_factory=dict)
+    proc_version: str | None = None  # the running kernel's /proc/version line (None: not written)
 
     def but(self, **changes: object) -> Host:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -86,6 +88,16 @@ class Host:
 def _gpu(target: int, count: int, **options: object) -> tuple[Gpu, ...]:
     return tuple(Gpu(gfx_target_version=target, drm_render_minor=128 + i, **options) for i in range(count))  # type: ignore[arg-type]
 
+
+# /proc/version of Ubuntu 24.04's OEM kernel with the fixes Strix Halo needs (the shape of a public uname -a).
+_UBUNTU_OEM_KERNEL = (
+    "Linux version 6.14.0-1018-oem (buildd@lcy02-amd64-080) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.3.0-6ubuntu2~24.04) "
+    "13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #18-Ubuntu SMP PREEMPT_DYNAMIC Wed Dec 10 09:33:29 UTC 2025"
+)
+_UBUNTU_GA_KERNEL = (
+    "Linux version 6.11.0-29-generic (buildd@lcy02-amd64-075) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.3.0-6ubuntu2~24.04) "
+    "13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #29~24.04.1-Ubuntu SMP PREEMPT_DYNAMIC Thu Jun 26 14:16:59 UTC 2025"
+)
 
 HEALTHY: tuple[Host, ...] = (
     Host("MI300X x8", _gpu(90402, 8)),
@@ -101,11 +113,21 @@ HEALTHY: tuple[Host, ...] = (
         "Strix Halo APU (96 GiB carve-out)",
         _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
         system_bytes=128 * GIB,
+        proc_version=_UBUNTU_OEM_KERNEL,
     ),
     Host("MI300X x8 in a container (--shm-size 16g)", _gpu(90402, 8), container=True),
     Host("MI300X x8, TheRock's tarball", _gpu(90402, 8), layout="therock"),
     Host("MI300X x1, TheRock's pip ROCm", _gpu(90402, 1), layout="pip"),
     Host("RX 7900 XTX under WSL", (), wsl=True, system_bytes=64 * GIB),
+    Host(
+        "MI300X x8 in a container, user 1000 given the nodes' group by number (--group-add 110)",
+        _gpu(90402, 8),
+        container=True,
+        uid=1000,
+        groups=(1000, 44, 110),
+        node_gid=110,
+        group_names={"video": 44, "render": 109, "user": 1000},
+    ),
 )
 
 
@@ -120,6 +142,16 @@ class Case:
     named: bool = True  # False: a known gap (the benchmark counts it; `gap` says why)
     gap: str = ""
     release: str | None = None  # the pair's jax release, where it matters
+    # The fix the thread confirms repaired the machine: every one of these words in the fix of the finding that
+    # names the cause. () where the thread confirms none (`fix_note` says what was proposed, if anything).
+    fix: tuple[str, ...] = ()
+    fix_note: str = ""
+
+    @property
+    def trained(self) -> bool:
+        """Whether the doctor was built from this thread: it is a source of the doctor's own data (then its case
+        measures what the doctor was taught, not what it learned)."""
+        return thread_is_a_source(self.thread)
 
 
 MI300X = HEALTHY[0]
@@ -134,16 +166,18 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.2.0",
         ("rocBLAS", "gfx1201"),
+        fix_note="no fix confirmed on a card: the change routes MIGraphX's gfx12 work away from rocBLAS (ROCm 6.3)",
     ),
     Case(
         "https://github.com/ROCm/rocBLAS/issues/1331",
         Host(
-            "RX 7600 (gfx1102) on a rocBLAS of gfx1100 and gfx1030 only",
-            _gpu(110002, 1),
-            kernels=("gfx90a", "gfx942", "gfx1030", "gfx1100"),
+            "gfx1011 (Radeon Pro 5600M) on a rocBLAS of gfx90x, gfx1030 and gfx110x only",
+            _gpu(100101, 1, device_id=0x7360, vram_bytes=8 * GIB),
+            kernels=("gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100", "gfx1101", "gfx1102"),
         ),
         "7.14.0",
-        ("rocBLAS", "gfx1102"),
+        ("rocBLAS", "gfx1011"),
+        fix_note="proposed only: HSA_OVERRIDE_GFX_VERSION=10.1.0, or rocBLAS rebuilt for gfx1011",
     ),
     Case(
         "https://github.com/ollama/ollama/issues/11652",
@@ -154,6 +188,7 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.14.0",
         ("hipBLASLt", "gfx1200"),
+        fix_note="open; proposed only: a link to another processor's TensileLibrary file",
     ),
     Case(
         "https://github.com/ROCm/TheRock/issues/7976",
@@ -166,6 +201,7 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.14.0",
         ("hipBLASLt", "gfx950"),
+        fix_note="open; proposed only: hipBLASLt reading library/<gfx>/ as rocBLAS does",
     ),
     Case(
         "https://github.com/ROCm/TheRock/issues/4578",
@@ -179,18 +215,23 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.14.0",
         ("rocBLAS", "gfx1151", "gfx94X_dcgpu"),
+        fix_note="proposed only: TheRock's gfx1151 wheels in the plugin's environment; the reporter did not confirm",
     ),
     Case(
         "https://github.com/ROCm/librocdxg/issues/35",
         Host("RX 9070 XT under WSL, librocdxg not registered", (), wsl=True, rocdxg="/usr/local/lib/librocdxg.so"),
         "7.2.3",
         ("librocdxg.so", "/usr/local/lib"),
+        fix_note="no fix visible in the thread (the maintainer asked for ldconfig -p; librocdxg#47 registers "
+        "/opt/rocm/lib)",
     ),
     Case(
         "https://github.com/ROCm/librocdxg/issues/46",
         Host("WSL, ROCm 7.13, no librocdxg", (), wsl=True, rocdxg=None),
         "7.13.0",
         ("librocdxg",),
+        fix_note="confirmed for a librocdxg the loader did not find (LD_LIBRARY_PATH=/opt/rocm/lib, or librocdxg#47); "
+        "this machine has none at all, so that fix does not apply",
     ),
     Case(
         "https://github.com/ROCm/legacy-rocm-build/issues/5724",
@@ -202,6 +243,8 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.14.0",
         ("MES firmware 0x83",),
+        fix=("0x80",),
+        fix_note="confirmed by Strix Point users: MES firmware rolled back from 0x83 to 0x80",
     ),
     Case(
         "https://github.com/ROCm/rocm-jax/issues/360",
@@ -213,6 +256,8 @@ FAILURES: tuple[Case, ...] = (
         "7.2.0",
         ("--xla_gpu_autotune_level=0",),
         release="0.10.2",
+        fix=("XLA_FLAGS=--xla_gpu_autotune_level=0",),
+        fix_note="confirmed by the reporter (a workaround)",
     ),
     Case(
         "https://github.com/ROCm/jax/issues/800",
@@ -220,6 +265,8 @@ FAILURES: tuple[Case, ...] = (
         "7.2.1",
         ("AMD_COMGR_NAMESPACE=1",),
         release="0.10.2",
+        fix=("AMD_COMGR_NAMESPACE=1",),
+        fix_note="confirmed by the reporter",
     ),
     Case(
         "https://github.com/ROCm/jax/issues/547",
@@ -230,6 +277,7 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.14.0",
         ("carve-out",),
+        fix_note="an open request for unified memory; no fix in the thread",
     ),
     Case(
         "https://github.com/ROCm/librocdxg/issues/34",
@@ -241,6 +289,7 @@ FAILURES: tuple[Case, ...] = (
         ),
         "7.2.1",
         ("HSA_ENABLE_DXG_DETECTION=1",),
+        fix_note="HSA_ENABLE_DXG_DETECTION=1 confirmed by another user on his own machine only, not the reporter",
     ),
     Case(
         "https://github.com/ROCm/legacy-rocm-build/issues/5844",
@@ -254,6 +303,111 @@ FAILURES: tuple[Case, ...] = (
         ("MES",),
         named=False,
         gap="an open report without a cause or fix confirmed by AMD: no known-issue entry to match",
+        fix_note="proposed only: a kernel with the MES fix; the reporter did not confirm",
+    ),
+    # Held out: threads of broken invariants the doctor was not built from (2026-11-26), each with its confirmed fix.
+    Case(
+        "https://github.com/ggml-org/llama.cpp/issues/8618",
+        Host(
+            "RX 7700S (gfx1102) and the Radeon 780M iGPU (gfx1103)",
+            (
+                Gpu(110002, drm_render_minor=128, device_id=0x7480, vram_bytes=8 * GIB),
+                Gpu(110003, drm_render_minor=129, device_id=0x15BF, vram_bytes=GIB // 2, simd_count=24),
+            ),
+            system_bytes=32 * GIB,
+        ),
+        "7.14.0",
+        ("gfx1103",),
+        fix=("HIP_VISIBLE_DEVICES=0",),
+        fix_note="confirmed by the reporter: every build failed only with the 780M visible",
+    ),
+    Case(
+        "https://github.com/ROCm/ROCR-Runtime/issues/354",
+        Host(
+            "2x RX 9070 XT, HSA_OVERRIDE_GFX_VERSION exported empty",
+            _gpu(120001, 2, device_id=0x7550, vram_bytes=16 * GIB),
+            environ={"HSA_OVERRIDE_GFX_VERSION": ""},
+        ),
+        "7.14.0",
+        ("HSA_OVERRIDE_GFX_VERSION", "empty"),
+        fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+        fix_note="confirmed by the reporter: rocm_agent_enumerator then lists gfx1201 twice",
+    ),
+    Case(
+        "https://github.com/jax-ml/jax/issues/13148",
+        MI300X.but(
+            name="MI300X x8, XLA_FLAGS typed with an en dash",
+            environ={"XLA_FLAGS": "-\u2013xla_force_host_platform_device_count=4"},
+        ),
+        "7.14.0",
+        ("XLA_FLAGS",),
+        fix=("XLA_FLAGS=--xla_force_host_platform_device_count=4",),
+        fix_note="confirmed by the reporter and a maintainer: two ASCII hyphens",
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/5696",
+        Host(
+            "Strix Halo (gfx1151) and an R9700 (gfx1201), HSA_OVERRIDE_GFX_VERSION=12.0.1 left in ~/.bashrc",
+            (
+                Gpu(110501, drm_render_minor=128, device_id=0x1586, vram_bytes=64 * GIB),
+                Gpu(120001, drm_render_minor=129, device_id=0x7551, vram_bytes=32 * GIB),
+            ),
+            system_bytes=128 * GIB,
+            environ={"HSA_OVERRIDE_GFX_VERSION": "12.0.1"},
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("HSA_OVERRIDE_GFX_VERSION=12.0.1", "gfx1201"),
+        fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+        fix_note="confirmed by the reporter: rocminfo then lists gfx1201 and gfx1151",
+    ),
+    Case(
+        "https://github.com/ollama/ollama/issues/6685",
+        Host(
+            "RX 7900 XTX in a rootless container: the nodes show as nobody:bin, root in the container",
+            _gpu(110000, 1, device_id=0x744C, vram_bytes=24 * GIB),
+            container=True,
+            uid=0,
+            groups=(0,),
+            node_uid=65534,
+            node_gid=2,
+            group_names={"root": 0, "daemon": 1, "bin": 2, "video": 44, "render": 109, "nogroup": 65534},
+            system_bytes=64 * GIB,
+        ),
+        "7.14.0",
+        ("/dev/kfd",),
+        fix=("--group-add 2",),
+        fix_note="confirmed by the reporter and others: --group-add the group the node shows inside (bin, daemon)",
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/1549",
+        Host(
+            "rootless Docker: the host's render and video groups not mapped (the nodes show as nogroup)",
+            _gpu(90402, 1),
+            container=True,
+            uid=0,
+            groups=(0,),
+            node_uid=65534,
+            node_gid=65534,
+            group_names={"root": 0, "video": 44, "render": 109, "nogroup": 65534},
+        ),
+        "7.14.0",
+        ("/dev/kfd",),
+        fix=("/etc/subgid",),
+        fix_note="confirmed by a commenter and an AMD engineer: the host's gids mapped through /etc/subgid",
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/5444",
+        Host(
+            "Strix Halo (96 GiB carve-out) on Ubuntu 24.04's 6.11 kernel",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_GA_KERNEL,
+        ),
+        "7.14.0",
+        ("kernel", "gfx1151"),
+        fix=("upgrade the Linux kernel",),
+        fix_note="confirmed by the reporter: a 6.16.9 kernel (AMD's page names 6.18.4 and Ubuntu's fixed builds)",
     ),
 )
 
@@ -314,6 +468,9 @@ def build_host(
         (root / "proc" / "mounts").write_text("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=16777216k 0 0\n")
     if host.uid is not None:
         _identity(root, host)
+    if host.proc_version is not None:
+        (root / "proc").mkdir(exist_ok=True)
+        (root / "proc" / "version").write_text(host.proc_version + "\n")
     for pattern in host.without_files:
         for path in root.glob(pattern):
             path.unlink()
@@ -338,7 +495,7 @@ def _identity(root: Path, host: Host) -> None:
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc" / "group").write_text("".join(f"{name}:x:{gid}:\n" for name, gid in host.group_names.items()))
     for node in [root / "dev" / "kfd", *(root / "dev" / "dri").glob("renderD*")]:
-        os.chown(node, 0, host.node_gid)
+        os.chown(node, host.node_uid, host.node_gid)
         node.chmod(0o660)
 
 
@@ -415,6 +572,40 @@ def false_alarms(report: Report, rocm: str) -> list[Finding]:
         if f.severity == "error"
         or (f.severity == "warning" and (f.id != "known-issue" or f.known_issue not in allowed))
     ]
+
+
+def thread_is_a_source(thread: str) -> bool:
+    """The thread is cited in the doctor's data (_policy/*.json), by address or as owner/name#number."""
+    import re
+
+    match = re.match(r"https://github.com/([^/]+/[^/]+)/(?:issues|pull)/(\d+)", thread)
+    forms = [thread] + ([f"{match.group(1)}#{match.group(2)}"] if match else [])
+    return any(form in text for form in forms for text in _policy_texts())
+
+
+def _policy_texts() -> list[str]:
+    from jax_rocm7_plugin import _policy
+
+    folder = Path(_policy.__file__).parent
+    return [path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.json"))]
+
+
+def remedy_outcome(report: Report, case: Case) -> str:
+    """How the doctor's fix meets the thread's confirmed one: "checked" (a finding names the cause, its fix holds
+    the confirmed fix's words, and the doctor's rerun with that fix made found no error), "named" (the same, but
+    not a change the doctor can make and check), "missed" (no such finding), "none" (the thread confirms no fix)."""
+    if not case.fix:
+        return "none"
+    best = "missed"
+    for f in report.findings:
+        if f.severity not in ("error", "warning"):
+            continue
+        text = f"{f.summary} {f.checked_fix()}"
+        if all(word in text for word in case.cause) and all(word in f.fix for word in case.fix):
+            if f.remedy is not None and f.remedy.checked:
+                return "checked"
+            best = "named"
+    return best
 
 
 def names_cause(report: Report, cause: tuple[str, ...]) -> bool:
