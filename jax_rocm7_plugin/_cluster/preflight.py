@@ -278,12 +278,28 @@ class _Run:
         except Exception as error:  # noqa: BLE001 - reported in the record as this process's error
             return error
 
+    def _launcher_prerequisite(self) -> ClusterFinding | None:
+        """A launcher jax joins through a module that is not installed here, or that this jax does not detect
+        (_policy/launchers.json): that is the cause, and its prerequisite the fix."""
+        import importlib.util
+
+        from jax_rocm7_plugin._machine.packages import installed_version
+        from jax_rocm7_plugin._policy.launchers import missing_prerequisite
+
+        found = missing_prerequisite(
+            self.environ, lambda name: importlib.util.find_spec(name) is not None, installed_version("jax")
+        )
+        return catalog.usage_invalid(*found) if found is not None else None
+
     def _take_detected(self, detected: dict[str, Any]) -> ClusterFinding | None:
         self.method = detected.get("method")
         self.coordinator = detected.get("coordinator")
         self.expected = detected.get("num_processes")
         self.process_id = detected.get("process_id")
         if None in (self.coordinator, self.expected, self.process_id):
+            prerequisite = self._launcher_prerequisite()
+            if prerequisite is not None:
+                return prerequisite
             unset = [
                 name
                 for name, value in (
@@ -491,6 +507,9 @@ class _Run:
     def _courier_error(self, link: CourierLink, event: dict[str, Any]) -> ClusterFinding:
         stage, message = event.get("stage"), str(event.get("message", ""))
         if stage == "launcher":
+            prerequisite = self._launcher_prerequisite()
+            if prerequisite is not None:
+                return prerequisite
             variables = ", ".join(f"{k}={v!r}" for k, v in (event.get("variables") or {}).items())
             method = event.get("method") or "the launcher"
             return catalog.usage_invalid(

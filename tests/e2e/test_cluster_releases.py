@@ -138,3 +138,20 @@ def test_a_process_killed_mid_step_is_named_on_jax_012(
     assert job.faulted_at is not None and [r[0] for r in results] == [1, 1]
     hung = {f["id"]: f for f in deep_report_of(results)["findings"]}["cluster-collective-hung"]
     assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"]
+
+
+@pytest.mark.xdist_group("e2e-0.12.0")
+def test_open_mpi_5_without_mpi4py_is_named_on_jax_012(
+    e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
+) -> None:
+    """jax 0.12 joins an Open MPI 5 job through mpi4py (jax-ml/jax#40512) and raises without it: the preflight
+    says so, with `pip install mpi4py` as the fix, instead of "fix the launcher's variables"."""
+    from tests.integration.test_cluster import OPEN_MPI_5
+
+    job = _job(e2e_venv(JAX_012), standin_library, tmp_path)
+    root = host_sysroot(tmp_path / "p", "node-0", gpus_with_ids(1))
+    (outcome,) = job.run([(job.argv("--timeout", "30"), job.env(root, **OPEN_MPI_5))], 40)
+    assert outcome.returncode == 2, outcome.stderr[-1500:]
+    (finding,) = report_of(outcome)["findings"]
+    assert "Open MPI 5" in finding["summary"] and "through mpi4py, which is not installed" in finding["summary"]
+    assert finding["fix"].startswith("pip install mpi4py")

@@ -201,3 +201,24 @@ def test_nothing_to_join_is_a_usage_error(job: Job, tmp_path: Path, variables: d
     assert report["verdict"] == "usage-error"
     (finding,) = report["findings"]
     assert finding["id"] == "cluster-usage-invalid" and expected in finding["summary"]
+
+
+# What mpirun of Open MPI 5 (PRRTE) sets for a rank: no ORTE URI any more (jax-ml/jax#14576).
+OPEN_MPI_5 = {
+    "OMPI_COMM_WORLD_SIZE": "1",
+    "OMPI_COMM_WORLD_RANK": "0",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+    "OMPI_VERSION": "5.0.11",
+    "PRTE_LAUNCHED": "1",
+}
+
+
+def test_an_open_mpi_5_job_is_told_what_jax_needs_to_join_it(job: Job, tmp_path: Path) -> None:
+    """jax 0.10.2 (this venv) does not detect Open MPI 5 at all: the launcher is named with what to do, not
+    "no launcher was detected". (jax 0.12 with and without mpi4py: tests/e2e/test_cluster_releases.py.)"""
+    root = host_sysroot(tmp_path / "p", "node-0", gpus_with_ids(1))
+    (outcome,) = job.run([(job.argv("--timeout", "30"), job.env(root, **OPEN_MPI_5))], 40)
+    assert outcome.returncode == 2, outcome.stderr[-1500:]
+    (finding,) = report_of(outcome)["findings"]
+    assert "Open MPI 5" in finding["summary"] and "does not detect" in finding["summary"]
+    assert "0.11.2" in finding["fix"] and "mpi4py" in finding["fix"]
