@@ -600,9 +600,10 @@ def remedy_outcome(report: Report, case: Case) -> str:
     for f in report.findings:
         if f.severity not in ("error", "warning"):
             continue
-        text = f"{f.summary} {f.checked_fix()}"
+        text = f"{f.summary} {f.fix}"  # (getattr: --source measures older doctors, whose findings have no remedy)
         if all(word in text for word in case.cause) and all(word in f.fix for word in case.fix):
-            if f.remedy is not None and f.remedy.checked:
+            remedy = getattr(f, "remedy", None)
+            if remedy is not None and remedy.checked:
                 return "checked"
             best = "named"
     return best
