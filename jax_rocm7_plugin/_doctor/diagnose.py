@@ -257,7 +257,10 @@ def _math_libraries(facts: Facts) -> tuple[list[Finding], set[str]]:
         if s.library.without != "slower" and (s.laid_out or not s.folder.is_dir())
         for gfx in s.missing
     }
-    return kernel_findings(states), unserved
+    from jax_rocm7_plugin._pipeline import rocm_install
+
+    install = rocm_install(facts)
+    return kernel_findings(states, install.version if install is not None else None), unserved
 
 
 def _opened_libraries(facts: Facts) -> list[Finding]:

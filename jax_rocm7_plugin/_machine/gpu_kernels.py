@@ -86,7 +86,7 @@ def library_kernels(
     )
 
 
-def kernel_findings(states: Sequence[LibraryKernels]) -> list[Finding]:
+def kernel_findings(states: Sequence[LibraryKernels], rocm_version: str | None = None) -> list[Finding]:
     """math-library-gpu-unsupported for each library with a GPU it has no kernels for: an error where the
     process aborts, a warning where the operation fails, info where it only runs slower."""
     found = []
@@ -133,11 +133,26 @@ def kernel_findings(states: Sequence[LibraryKernels]) -> list[Finding]:
         verb = "will not find its kernels for" if state.misplaced else "has no kernels for"
         summary = f"{library.name} {verb} {gpus}{absent}: {effect}"
         severity = {"abort": "error", "fail": "warning", "slower": "info"}[library.without]
-        found.append(catalog.math_library_gpu_unsupported(severity, summary, _fix(state), evidence))  # type: ignore[arg-type]
+        fix = _fix(state, rocm_version)
+        found.append(catalog.math_library_gpu_unsupported(severity, summary, fix, evidence))  # type: ignore[arg-type]
     return found
 
 
-def _fix(state: LibraryKernels) -> str:
+def _family_build(gpus: Sequence[str], rocm_version: str | None) -> str:
+    """The build of the same ROCm release that carries these GPUs, as AMD's index serves it (a family's wheels up
+    to 7.13, a device wheel per processor from 7.14: _policy/rocm_families.json), not another release."""
+    from jax_rocm7_plugin._policy.rocm_families import family_of, install_command
+
+    commands = [(g, install_command(g, rocm_version)) for g in gpus] if rocm_version else []
+    if commands and all(command for _, command in commands):
+        families = ", ".join(dict.fromkeys(family_of(g, rocm_version or "") or g for g in gpus))
+        return f"install the build of the same release, ROCm {rocm_version}, for {families}: " + "; ".join(
+            dict.fromkeys(str(command) for _, command in commands)
+        )
+    return "install the ROCm wheels of this GPU's family, of the same release (TheRock's release notes list them)"
+
+
+def _fix(state: LibraryKernels, rocm_version: str | None = None) -> str:
     library, gpus = state.library, ", ".join(state.missing)
     if library.without == "slower":
         return "nothing to do; a ROCm release whose MIOpen ships a kernel database for it starts faster"
@@ -150,10 +165,8 @@ def _fix(state: LibraryKernels) -> str:
             "it reads"
         )
     elif family is not None:
-        how = (
-            f"this {library.name} comes from TheRock's pip wheel for {family.group(1)}, which does not carry {gpus}: "
-            "install the ROCm wheels of this GPU's family (TheRock's release notes list the family of each GPU)"
-        )
+        how = f"this {library.name} comes from TheRock's pip wheel for {family.group(1)}, which does not carry {gpus}: "
+        how += _family_build(state.missing, rocm_version)
     else:
         how = f"use a ROCm release whose {library.name} supports {gpus} (AMD's supported-GPU list: {SUPPORTED_GPUS})"
     if state.variable_value:

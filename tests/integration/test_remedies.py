@@ -221,3 +221,38 @@ def test_no_gpu_served_is_not_fixed_by_hiding(tmp_path: Path, build: Path, monke
     report = _diagnose(alone, tmp_path, build, monkeypatch)
     unserved = [f for f in report.findings if f.id == "math-library-gpu-unsupported" and f.severity == "error"]
     assert unserved and all(f.remedy is None and "HIP_VISIBLE_DEVICES" not in f.fix for f in unserved)
+
+
+# --- A build for the right GPU family ---------------------------------------------------------------------------
+
+
+def test_a_gpu_outside_the_family_build_is_named_with_the_build_of_the_same_release(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strix Halo on TheRock's gfx94X wheels (ROCm/TheRock#4578's machine): the fix is the gfx1151 build of the
+    installed release (7.14.0: AMD's multi-arch index with the device extra), not another ROCm release."""
+    strix = Host(
+        "Strix Halo on TheRock's gfx94X-dcgpu wheels",
+        (Gpu(110501, drm_render_minor=128, device_id=0x1586, vram_bytes=96 * GIB),),
+        layout="pip",
+        pip_family="gfx94X_dcgpu",
+        kernels=("gfx942",),
+        system_bytes=128 * GIB,
+    )
+    report = _diagnose(strix, tmp_path, build, monkeypatch)
+    rocblas = next(f for f in report.findings if f.id == "math-library-gpu-unsupported" and "rocBLAS" in f.summary)
+    expected = (
+        'pip install --index-url https://repo.amd.com/rocm/whl-multi-arch/ "rocm[libraries,device-gfx1151]==7.14.0"'
+    )
+    assert "the same release, ROCm 7.14.0, for gfx1151" in rocblas.fix and expected in rocblas.fix
+    assert "use a ROCm release" not in rocblas.fix
+
+
+def test_the_family_builds_of_the_per_family_releases() -> None:
+    from jax_rocm7_plugin._policy.rocm_families import family_of, install_command
+
+    assert family_of("gfx1101", "7.11.1") == "gfx110X-all" and family_of("gfx1101", "7.10.0") == "gfx110X-dgpu"
+    assert family_of("gfx1103", "7.10.0") is None  # gfx110X-dgpu did not carry the iGPU
+    assert install_command("gfx90a", "7.12.0") == (
+        'pip install --index-url https://repo.amd.com/rocm/whl/gfx90a/ "rocm[libraries,devel]==7.12.0"'
+    )

@@ -214,7 +214,7 @@ FAILURES: tuple[Case, ...] = (
             system_bytes=128 * GIB,
         ),
         "7.14.0",
-        ("rocBLAS", "gfx1151", "gfx94X_dcgpu"),
+        ("rocBLAS", "gfx1151", "gfx94X_dcgpu", "rocm[libraries,device-gfx1151]==7.14.0"),
         fix_note="proposed only: TheRock's gfx1151 wheels in the plugin's environment; the reporter did not confirm",
     ),
     Case(
