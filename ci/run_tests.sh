@@ -61,4 +61,4 @@ fi
 .venv/bin/lint-imports
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
 # Two workers; each end-to-end cell (a release's wheels and venvs) stays on one (xdist_group).
-.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

@@ -256,3 +256,95 @@ def test_the_family_builds_of_the_per_family_releases() -> None:
     assert install_command("gfx90a", "7.12.0") == (
         'pip install --index-url https://repo.amd.com/rocm/whl/gfx90a/ "rocm[libraries,devel]==7.12.0"'
     )
+
+
+# --- Every variable the stack reads has a valid value ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "severity", "corrected"),
+    [
+        ("XLA_FLAGS", "-\u2013xla_gpu_autotune_level=0", "error", "--xla_gpu_autotune_level=0"),  # jax-ml/jax#13148
+        ("XLA_FLAGS", " ", "error", None),  # taken for a file name
+        ("NCCL_IB_DISABLE", "yes", "warning", "1"),  # read as 0: InfiniBand stays on
+        ("NCCL_P2P_LEVEL", "pxb", "warning", "PXB"),  # matched exactly
+        ("JAX_ENABLE_X64", "", "error", None),  # ValueError at import jax
+        ("ROCBLAS_TENSILE_LIBPATH", "", "error", None),  # the first matmul aborts
+    ],
+)
+def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was_meant(
+    variable: str,
+    value: str,
+    severity: str,
+    corrected: str | None,
+    tmp_path: Path,
+    build: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = _diagnose(MI300X.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    (finding,) = [f for f in report.findings if f.id == "environment-variable-invalid"]
+    assert finding.severity == severity and finding.summary.startswith(f"{variable}={value!r}")
+    if corrected is not None:
+        assert finding.fix == f"set {variable}={corrected}"
+    else:
+        assert finding.fix.startswith(f"unset {variable}")
+    assert_proven(finding)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("XLA_FLAGS", "--xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer="),
+        ("NCCL_IB_DISABLE", "1"),
+        ("NCCL_DEBUG", "info"),  # RCCL reads it in any case
+        ("JAX_ENABLE_X64", "True"),
+        ("XLA_FLAGS", ""),  # empty: nothing to read
+    ],
+)
+def test_valid_values_are_quiet(
+    variable: str, value: str, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(MI300X.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    assert "environment-variable-invalid" not in [f.id for f in report.findings]
+    assert report.ok and _loud(report) == [], [f.sentence() for f in _loud(report)]
+
+
+# --- The kernel supports this GPU --------------------------------------------------------------------------------
+
+STRIX = Host(
+    "Strix Halo (96 GiB carve-out)",
+    (Gpu(110501, drm_render_minor=128, device_id=0x1586, vram_bytes=96 * GIB),),
+    system_bytes=128 * GIB,
+)
+
+
+@pytest.mark.parametrize(
+    ("release", "finding"),
+    [
+        ("6.11.0-29-generic", True),  # Ubuntu 24.04's GA kernel
+        ("6.14.0-1017-oem", True),  # one OEM build before the fixes
+        ("6.14.0-1018-oem", False),  # AMD's first fixed OEM build
+        ("6.17.0-19-generic", False),  # the first fixed HWE build
+        ("6.17.0-8-generic", True),
+        ("6.18.4-arch1-1", False),  # upstream 6.18.4 on any other distribution
+        ("6.16.9-200.fc42.x86_64", None),  # a distribution kernel the data cannot judge: not judged
+        ("5.14.0-570.el9_6.x86_64", None),
+    ],
+)
+def test_strix_halos_kernel_is_judged_by_its_kind(
+    release: str, finding: bool | None, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    banner = f"Linux version {release} (builder@host) (gcc 13.3.0, GNU ld 2.42) #1 SMP PREEMPT_DYNAMIC"
+    report = _diagnose(STRIX.but(proc_version=banner), tmp_path, build, monkeypatch)
+    found = [f for f in report.findings if f.id == "kernel-unsupported"]
+    assert bool(found) == bool(finding), [f.sentence() for f in found]
+    if found:
+        assert release in found[0].summary and "6.14.0-1018" in found[0].fix and "6.18.4" in found[0].fix
+
+
+def test_a_kernel_is_judged_only_for_the_gpus_that_need_it(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = "Linux version 6.8.0-45-generic (buildd@host) (gcc 13.2.0) #45-Ubuntu SMP PREEMPT_DYNAMIC"
+    report = _diagnose(MI300X.but(proc_version=old), tmp_path, build, monkeypatch)
+    assert "kernel-unsupported" not in [f.id for f in report.findings]
