@@ -10,6 +10,7 @@ Stdlib only: this runs inside `import jax`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -104,3 +105,146 @@ def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["value"]  # type: ignore[return-value]
+
+
+# --- Caches this plugin reads back and acts on --------------------------------------------------------------
+#
+# A start-up plan names libraries the loader preloads and variables it sets; a load verdict decides whether a
+# library is loaded without the child-process test. Whoever can write them runs code as this user. So a cache
+# file is trusted only where it and every folder on its way are this user's (the checks of OpenSSH's StrictModes
+# and git's safe.directory): the file owned by this user and writable by no one else; every folder from the
+# cache root down owned by this user (or root) and writable by no one else; every folder above the cache root
+# owned by root or this user, and writable by no one else unless it is root's and sticky (/tmp) or this user's
+# own with this user's own group (a home of a user private group, umask 002).
+
+
+class Untrusted(OSError):
+    """A cache file or folder that another user could have written: not read, not written."""
+
+
+_said_untrusted: set[str] = set()
+
+
+def _writable_by_others(info: os.stat_result) -> bool:
+    return bool(info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def untrusted_reason(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str | None:
+    """Why `folder` (the cache root or a folder below it) may hold what another user wrote; None: it may not."""
+    uid, gid = os.geteuid(), os.getegid()
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(folder)
+    if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
+        return f"{real} is not below the cache root {real_root}"
+    parts = real.split("/")
+    for depth in range(1, len(parts) + 1):
+        path = "/".join(parts[:depth]) or "/"
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None  # nothing there yet: nothing to read, and what is made below it is made private
+        except OSError as error:
+            return f"{path}: {error.strerror}"
+        below = len(path) >= len(real_root)
+        if info.st_uid not in (0, uid):
+            return f"{path} is owned by uid {info.st_uid}, not by this user ({uid}) or root"
+        if not _writable_by_others(info):
+            continue
+        if below:
+            return f"{path} is writable by its group or by others (mode {info.st_mode & 0o7777:o})"
+        sticky_root = info.st_uid == 0 and info.st_mode & stat.S_ISVTX
+        own_group = info.st_uid == uid and info.st_gid == gid and not info.st_mode & stat.S_IWOTH
+        if not (sticky_root or own_group):
+            return f"{path}, above the cache root, is writable by others (mode {info.st_mode & 0o7777:o})"
+    return None
+
+
+def say_untrusted(reason: str) -> None:
+    """Once per process and reason, at debug level: the cold path is taken and nothing is written there."""
+    if reason in _said_untrusted:
+        return
+    _said_untrusted.add(reason)
+    import logging
+
+    logging.getLogger("jax_rocm7_plugin").debug("ROCm backend: cache not used (%s)", reason)
+
+
+def read_trusted(path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str]) -> str:
+    """read_text of a cache file, where it and its folders are trusted (see above); Untrusted otherwise. The file
+    is opened without following a symbolic link and judged by what was opened."""
+    reason = untrusted_reason(root, os.path.dirname(os.fspath(path)))
+    if reason is None:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise NotARegularFile(f"{os.fspath(path)} is {_kind(info.st_mode)}, not a regular file")
+            if info.st_uid != os.geteuid():
+                reason = f"{os.fspath(path)} is owned by uid {info.st_uid}, not by this user ({os.geteuid()})"
+            elif _writable_by_others(info):
+                reason = f"{os.fspath(path)} is writable by its group or by others (mode {info.st_mode & 0o777:o})"
+            else:
+                data = os.read(descriptor, limit + 1)
+                if len(data) > limit:
+                    raise ValueError(f"{os.fspath(path)} is larger than {limit} bytes")
+                return data.decode("utf-8", errors="replace")
+        finally:
+            os.close(descriptor)
+    say_untrusted(reason)
+    raise Untrusted(reason)
+
+
+def _make_private_folders(folder: str) -> None:
+    """Every missing folder of `folder` made 0700 (os.makedirs gives the ones above the last the default mode)."""
+    missing = []
+    path = folder
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            os.mkdir(path, 0o700)
+
+
+def _untrusted_file(path: str) -> str | None:
+    """Why an existing file at `path` is not this user's alone (None: it is, or there is none)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is {_kind(info.st_mode)}, not a regular file"
+    if info.st_uid != os.geteuid():
+        return f"{path} is owned by uid {info.st_uid}, not by this user ({os.geteuid()})"
+    if _writable_by_others(info):
+        return f"{path} is writable by its group or by others (mode {info.st_mode & 0o777:o})"
+    return None
+
+
+def write_private(folder: str | os.PathLike[str], name: str, text: str, root: str | os.PathLike[str]) -> bool:
+    """Write `text` as folder/name, private (0600 in folders made 0700) and atomically (a temporary file renamed
+    over it); nothing where the folders are not trusted (see above) or not writable. True when written."""
+    folder = os.fspath(folder)
+    try:
+        _make_private_folders(folder)
+    except OSError:
+        return False
+    target = os.path.join(folder, name)
+    reason = untrusted_reason(root, folder) or _untrusted_file(target)
+    if reason is not None:  # never written over: what is there stays for whoever looks into it
+        say_untrusted(reason)
+        return False
+    partial = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(partial, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        return False
+    return True

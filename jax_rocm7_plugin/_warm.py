@@ -11,8 +11,9 @@ what it recorded still holds (`_still_holds`): the identity (size, mtime, ctime,
 it watched (the library, the ROCm the workarounds were chosen for, /etc/ld.so.cache), and the machine's facts
 the verdict came from (`machine_facts`: KFD topology nodes, /dev/kfd and render nodes with their owners and
 this user's access, WSL's /dev/dxg, the amdgpu module, /dev/shm's size, this user's groups), read under the
-machine probe's deadline. Anything else (no plan, a change, a job of several processes, an error) falls to the
-cold path, which checks everything and writes a new plan.
+machine probe's deadline. Anything else (no plan, a change, a job of several processes, an error, a plan or a
+folder another user could have written: _safe_io.read_trusted) falls to the cold path, which checks everything
+and writes a new plan (private, and only where the folders are this user's).
 
 Stdlib only, and nothing of this package but the foundation (_names, _safe_io).
 """
@@ -195,31 +196,26 @@ def _still_holds(plan: dict[str, Any], root: str) -> str | None:
 
 
 def _read_plan(directory: Path, key: str) -> dict[str, Any] | None:
-    from jax_rocm7_plugin._safe_io import read_text
+    """The plan filed under `key`, where it and its folders are this user's alone (_safe_io.read_trusted)."""
+    from jax_rocm7_plugin._safe_io import read_trusted
 
     try:
-        plan: dict[str, Any] = json.loads(read_text(directory / f"{key}.json", 256 * 1024))
+        plan: dict[str, Any] = json.loads(read_trusted(directory / f"{key}.json", 256 * 1024, directory.parent))
     except (OSError, ValueError):
         return None
     return plan if plan.get("format") == PLAN_FORMAT else None
 
 
 def write_plan(environ: Any, platforms: str | None, plan: dict[str, Any]) -> None:
-    """File `plan` under this process's key, atomically; nothing where the cache is not writable."""
-    import contextlib
+    """File `plan` under this process's key, private and atomically; nothing where the cache is not writable or
+    not this user's alone (_safe_io.write_private)."""
+    from jax_rocm7_plugin._safe_io import write_private
 
     directory = plans_dir(environ)
     if directory is None:
         return
     key = plan_key(environ, platforms)
-    partial = directory / f".{key}.{os.getpid()}.tmp"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps({"format": PLAN_FORMAT, **plan}), encoding="utf-8")
-        os.replace(partial, directory / f"{key}.json")
-    except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    write_private(directory, f"{key}.json", json.dumps({"format": PLAN_FORMAT, **plan}), directory.parent)
 
 
 def _in_a_job() -> bool:

@@ -16,7 +16,6 @@ the machine and the moment.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -80,10 +79,10 @@ def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
 def _read_cached(directory: Path | None, key: str) -> Verdict | None:
     if directory is None:
         return None
-    from jax_rocm7_plugin._safe_io import read_text
+    from jax_rocm7_plugin._safe_io import read_trusted
 
-    try:
-        data = json.loads(read_text(directory / f"{key}.json", 64 * 1024))
+    try:  # a verdict another user could have planted never decides an in-process load
+        data = json.loads(read_trusted(directory / f"{key}.json", 64 * 1024, directory.parent))
         verdict = Verdict(**{**data, "extensions": tuple(data.get("extensions", ())), "cached": True})
     except (OSError, ValueError, TypeError):
         return None
@@ -91,18 +90,13 @@ def _read_cached(directory: Path | None, key: str) -> Verdict | None:
 
 
 def _write_cached(directory: Path | None, key: str, verdict: Verdict) -> None:
-    """Atomically; silently nothing where the cache is not writable."""
+    """Private and atomically; silently nothing where the cache is not writable or not this user's alone."""
     if directory is None:
         return
+    from jax_rocm7_plugin._safe_io import write_private
+
     record = {k: v for k, v in verdict._asdict().items() if k != "cached"}
-    partial = directory / f".{key}.{os.getpid()}.tmp"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(partial, directory / f"{key}.json")
-    except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    write_private(directory, f"{key}.json", json.dumps(record), directory.parent)
 
 
 def _rocm_loaded_here() -> list[str]:
