@@ -132,10 +132,13 @@ def _writable_by_others(info: os.stat_result) -> bool:
 def untrusted_reason(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str | None:
     """Why `folder` (the cache root or a folder below it) may hold what another user wrote; None: it may not."""
     uid, gid = os.geteuid(), os.getegid()
+    root, folder = os.path.normpath(root), os.path.normpath(folder)
+    if folder != root and not folder.startswith(root.rstrip("/") + "/"):
+        return f"{folder} is not below the cache root {root}"
+    # Above the cache root, links are followed (a /home that links elsewhere); below it, a link is a component
+    # like any other, and shows as writable by all (lstat of a link), so it is refused.
     real_root = os.path.realpath(root)
-    real = os.path.realpath(folder)
-    if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
-        return f"{real} is not below the cache root {real_root}"
+    real = real_root + folder[len(root) :]
     parts = real.split("/")
     for depth in range(1, len(parts) + 1):
         path = "/".join(parts[:depth]) or "/"
