@@ -182,9 +182,9 @@ def kernel_findings(facts: Facts) -> list[Finding]:
         return []
     usable = {g.node_index for g in machine.usable_gpus}
     used = {node.gfx_target for _, node in view.gpus if node.index in usable}
-    needing = [r for r in linux_kernels.requirements() if used & set(r.gfx)]
-    if not needing:
+    if not used:
         return []
+    needing = [r for r in linux_kernels.requirements() if used & set(r.gfx)]
     path = host_path(facts.settings.sysroot, "/proc/version")
     try:
         banner = path.read_text(encoding="utf-8", errors="replace")
@@ -194,6 +194,15 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     if kernel is None:
         return []
     found = []
+    if linux_kernels.older_than_any_supported(kernel):
+        oldest = linux_kernels.oldest_for_rocm_7()
+        found.append(
+            catalog.kernel_unsupported(
+                f"this Linux kernel ({kernel.release}) is older than any AMD supports ROCm 7 on: {oldest.why}",
+                f"upgrade to a distribution of AMD's compatibility matrix; the oldest kernels there: {oldest.names}",
+                (f"{path}: {banner.strip()[:160]}", *oldest.sources),
+            )
+        )
     for requirement in needing:
         if linux_kernels.has_fixes(kernel, requirement) is not False:
             continue

@@ -50,6 +50,28 @@ def requirements() -> tuple[Requirement, ...]:
     return tuple(found)
 
 
+class Oldest(NamedTuple):
+    version: tuple[int, int, int]
+    not_judged: re.Pattern[str]
+    names: str
+    why: str
+    sources: tuple[str, ...]
+
+
+@cache
+def oldest_for_rocm_7() -> Oldest:
+    """The oldest kernel of any distribution AMD supports ROCm 7 on (distribution kernels it cannot judge aside)."""
+    raw = json.loads(DATA.read_text(encoding="utf-8"))["rocm_7"]
+    return Oldest(
+        _version(raw["oldest"]), re.compile(raw["not_judged"]), raw["oldest_names"], raw["why"], tuple(raw["sources"])
+    )
+
+
+def older_than_any_supported(kernel: Kernel) -> bool:
+    oldest = oldest_for_rocm_7()
+    return kernel.version < oldest.version and not oldest.not_judged.search(kernel.release)
+
+
 def parse(banner: str) -> Kernel | None:
     """The kernel of a /proc/version line (None: not that format)."""
     match = _BANNER.match(banner.strip())

@@ -348,3 +348,24 @@ def test_a_kernel_is_judged_only_for_the_gpus_that_need_it(
     old = "Linux version 6.8.0-45-generic (buildd@host) (gcc 13.2.0) #45-Ubuntu SMP PREEMPT_DYNAMIC"
     report = _diagnose(MI300X.but(proc_version=old), tmp_path, build, monkeypatch)
     assert "kernel-unsupported" not in [f.id for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    ("release", "finding"),
+    [
+        ("5.4.0-150-generic", True),  # Ubuntu 20.04's: older than any ROCm 7 distribution's
+        ("5.10.0-28-amd64", True),  # Debian 11's
+        ("5.15.0-91-generic", False),  # Ubuntu 22.04's
+        ("5.14.0-570.el9_6.x86_64", False),  # RHEL 9.6's
+        ("4.18.0-553.el8_10.x86_64", False),  # RHEL 8.10's: backports, not judged
+    ],
+)
+def test_a_kernel_older_than_any_rocm_7_distributions_is_named(
+    release: str, finding: bool, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    banner = f"Linux version {release} (builder@host) (gcc 9.4.0) #1 SMP"
+    report = _diagnose(MI300X.but(proc_version=banner), tmp_path, build, monkeypatch)
+    found = [f for f in report.findings if f.id == "kernel-unsupported"]
+    assert bool(found) == finding, [f.sentence() for f in found]
+    if found:
+        assert "older than any AMD supports ROCm 7 on" in found[0].summary and "5.15" in found[0].fix
