@@ -83,7 +83,10 @@ def test_therocks_per_processor_folders_count_for_rocblas(tmp_path: Path, build:
 
 def test_hipblaslt_is_judged_only_on_gpus_xla_hands_it_work(tmp_path: Path, build: Path) -> None:
     """XLA calls hipBLASLt on MI200/MI300 and gfx11/gfx12 only: gfx908 without its files is fine, gfx942 not."""
+    # A hipBLASLt that is there, with another GPU's files only: the rule (not its absence) keeps gfx908 quiet.
     root = machine(tmp_path, build, ["gfx908"], ["gfx908"], libraries=("rocBLAS", "MIOpen"))
+    add_math_libraries(root / "opt/rocm-7.2.0/lib", build, ["gfx90a"], libraries=("hipBLASLt",))
+    assert (root / "opt/rocm-7.2.0/lib/hipblaslt/library").is_dir()
     assert kernels(doctor({}, root, library_of(build))) == []
     (tmp_path / "b").mkdir()
     root = machine(tmp_path / "b", build, ["gfx942"], ["gfx942"], libraries=("rocBLAS", "MIOpen"))
