@@ -131,6 +131,8 @@ def test_all_in_one_place_blames_no_one_and_never_exits(tmp_path: Path) -> None:
     outputs, codes = run_job(
         tmp_path, 10 + BOUND, FAULT="sleep", FAULT_PROCESS="-2", JAX_ROCM_HANG_ACTION="exit", until="all 3 processes"
     )
+    (line,) = said(outputs, "all 3 processes have been")  # the watcher saw it (with it off, no line comes)
+    assert " INFO " in line and "no process holding the others up" in line
     assert said(outputs, "ROCm job hangs:") == [] and codes == [None, None, None]
 
 
