@@ -143,12 +143,26 @@ def test_the_doctors_math_library_verdict_agrees_with_a_matmul_and_a_convolution
     done = subprocess.run(
         [sys.executable, "-m", "jax_rocm7_plugin", "doctor", "--json"], capture_output=True, text=True, timeout=600
     )
+    assert done.returncode == 0, done.stdout[-2000:]  # the doctor says the backend comes up and programs run
     report = json.loads(done.stdout)
     loud = [f for f in report["findings"] if f["id"] == "math-library-gpu-unsupported" and f["severity"] != "info"]
     assert loud == [], loud
+    # On the ROCm device, never a CPU fallback: the inputs are put there, the outputs must stay there, and the
+    # values are checked against numpy's (a matmul through rocBLAS/hipBLASLt, a convolution through MIOpen).
     run(
-        "import jax, jax.numpy as jnp\n"
-        "x = jnp.ones((1, 8, 32, 32)); k = jnp.ones((4, 8, 3, 3))\n"
-        "y = jax.lax.conv_general_dilated(x, k, (1, 1), 'SAME')\n"
-        "print(float((x[0, 0] @ x[0, 0]).sum()), float(y.sum()))\n"
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "gpu = jax.devices('rocm')[0]\n"
+        "rng = np.random.default_rng(0)\n"
+        "a = rng.standard_normal((128, 128), dtype=np.float32)\n"
+        "x = rng.standard_normal((1, 8, 32, 32), dtype=np.float32)\n"
+        "k = rng.standard_normal((4, 8, 3, 3), dtype=np.float32)\n"
+        "mm = jax.jit(lambda m: m @ m.T)(jax.device_put(a, gpu))\n"
+        "conv = jax.jit(lambda i, w: jax.lax.conv_general_dilated(i, w, (1, 1), 'SAME'))(\n"
+        "    jax.device_put(x, gpu), jax.device_put(k, gpu))\n"
+        "assert mm.devices() == {gpu} and conv.devices() == {gpu}, (mm.devices(), conv.devices())\n"
+        "np.testing.assert_allclose(np.asarray(mm), a @ a.T, rtol=1e-3, atol=1e-3)\n"
+        "cpu = jax.devices('cpu')[0]\n"
+        "ref = jax.jit(lambda i, w: jax.lax.conv_general_dilated(i, w, (1, 1), 'SAME'))(\n"
+        "    jax.device_put(x, cpu), jax.device_put(k, cpu))\n"
+        "np.testing.assert_allclose(np.asarray(conv), np.asarray(ref), rtol=1e-3, atol=1e-3)\n"
     )
