@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 
 import pytest
 
@@ -79,12 +78,19 @@ def test_a_hang_noticed_a_sample_apart_is_reported_once(caplog: pytest.LogCaptur
     settings = hang.read_settings({"JAX_ROCM_HANG_TIMEOUT": "1"})  # a sample every 0.2 s
     late, early = (hang.Watcher(store, p, 2, settings, alive=lambda: alive[0]) for p in (0, 1))
     caplog.set_level(logging.INFO, logger="jax_rocm7_plugin")
+    # The main thread waits in one place the whole time (one Event.wait): had it moved between the two starts
+    # (two sleeps), both watchers would have seen it arrive at once and noticed together, and the case would pass
+    # without the fix about a quarter of the time. Process 0 starts watching 4 samples after process 1.
+    done = threading.Event()
+    starter, stopper = threading.Timer(0.8, late.start), threading.Timer(3.8, done.set)
     early.start()
+    starter.start()
+    stopper.start()
     try:
-        time.sleep(0.8)  # process 0 starts watching 4 samples later: it notices the hang that much later
-        late.start()
-        time.sleep(3.0)  # one place, long past both timeouts
+        done.wait()  # one place, long past both timeouts
     finally:
+        starter.join(timeout=5)
+        stopper.join(timeout=5)
         alive[0] = False
         early.join(timeout=5)
         late.join(timeout=5)
