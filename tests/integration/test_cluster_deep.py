@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._cluster.preflight import WATCHDOG_SLACK_SECONDS
 from tests.support import netlab
 from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
 from tests.support.environment import REPO, require
@@ -62,14 +61,15 @@ def test_a_process_stopped_mid_run_is_named_by_the_deadline(tmp_path: Path, stan
     # Process 1 alone: under load, process 0 once read process 2's report with the last millisecond of its wait
     # and named it too (_job/store.py says why it no longer can).
     assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"], hung
-    # Process 0 ends within the step's deadline (twice: it may have been in the step after), one more for the
-    # others that started the step later, and the grace.
-    assert job.started + seconds - job.faulted_at <= 3 * STEP_TIMEOUT + 10
+    # The README's bound for a courier hung but alive in --deep (jax_rocm7_plugin/_cluster/README.md, "When a
+    # process stops, dies or is interrupted"): S + G + 5 s after the stop, G = 5 s + 5 S.
+    bound = STEP_TIMEOUT + (5 + 5 * STEP_TIMEOUT) + 5
+    assert job.started + seconds - job.faulted_at <= bound
     # The stopped courier's own parent gives the step its deadline and the courier's watchdog its time to say
     # so, then ends it and exits 1.
     stopped_code, _, stopped_seconds = results[1]
     assert stopped_code == 1
-    assert job.started + stopped_seconds - job.faulted_at <= STEP_TIMEOUT + WATCHDOG_SLACK_SECONDS + 5
+    assert job.started + stopped_seconds - job.faulted_at <= bound
     assert all("Traceback" not in "".join(s) for s in job.stderr)
 
 
