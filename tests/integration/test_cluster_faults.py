@@ -99,11 +99,16 @@ def test_jax_heartbeat_firing_first_names_the_process_too(tmp_path: Path, standi
     assert max(results[0][2], results[1][2]) - faulted <= min(step + 5 + 5 * step, timeout + 30) + 5
 
 
-@pytest.mark.parametrize(("deep", "at"), [(False, "joining"), (True, "deep step all-gather/8")], ids=["plain", "deep"])
+@pytest.mark.parametrize(
+    ("deep", "at", "ignored"),
+    [(False, "joining", False), (True, "deep step all-gather/8", False), (False, "joining", True)],
+    ids=["plain", "deep", "plain, SIGINT inherited as ignored"],
+)
 def test_ctrl_c_ends_the_process_and_its_courier_at_once(
-    tmp_path: Path, standin_library: Path, deep: bool, at: str
+    tmp_path: Path, standin_library: Path, deep: bool, at: str, ignored: bool
 ) -> None:
-    job = DeepJob(tmp_path, standin_library, 3, step_timeout=STEP, deep=deep, timeout=TIMEOUT)
+    """As the README promises, whatever the parent left: with SIGINT inherited as ignored, Ctrl-C still ends it."""
+    job = DeepJob(tmp_path, standin_library, 3, step_timeout=STEP, deep=deep, timeout=TIMEOUT, sigint_ignored=ignored)
     results = job.run(Fault(1, at, "interrupt", whole=True), sizes="8")
     assert job.faulted_at is not None
     code, out, seconds = results[1]

@@ -59,11 +59,15 @@ class DeepJob:
         platform: str = "cpu",
         deep: bool = True,
         timeout: float = 60.0,
+        sigint_ignored: bool = False,
     ) -> None:
         """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
         self.per_host, self.lab, self.step_timeout, self.platform = per_host, lab, step_timeout, platform
         self.deep, self.timeout = deep, timeout
+        # The faulted process starts with SIGINT ignored, as a careless parent leaves it across exec (a background
+        # job of a non-interactive shell): Ctrl-C must still end it.
+        self.sigint_ignored = sigint_ignored
         self.pythonpath = str(REPO) if pythonpath is None and python == Path(sys.executable) else pythonpath
         self.stderr: list[list[str]] = [[] for _ in range(count)]
         self.faulted_at: float | None = None
@@ -108,6 +112,9 @@ class DeepJob:
                     stderr=subprocess.PIPE,
                     text=True,
                     start_new_session=True,  # its own process group: a whole-process fault reaches its courier
+                    preexec_fn=_ignore_sigint
+                    if self.sigint_ignored and self.fault is not None and pid == self.fault.process
+                    else None,
                 )
             )
         done = threading.Event()
@@ -177,6 +184,10 @@ class DeepJob:
                     threading.Thread(target=_duty_cycle, args=(courier[0], done, self._eased), daemon=True).start()
             elif fault.action == "slow" and "deep step all-" in line:
                 self._eased.set()  # slowed through its own work; the collectives run at full speed
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _note_end(process: subprocess.Popen[str], pid: int, ended: dict[int, float], started: float) -> None:
