@@ -169,7 +169,9 @@ def say_untrusted(reason: str) -> None:
     _said_untrusted.add(reason)
     import logging
 
-    logging.getLogger("jax_rocm7_plugin").debug("ROCm backend: cache not used (%s)", reason)
+    from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+
+    logging.getLogger(PLUGIN_PACKAGE).debug("ROCm backend: cache not used (%s)", reason)
 
 
 def read_trusted(path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str]) -> str:

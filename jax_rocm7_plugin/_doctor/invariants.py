@@ -175,6 +175,7 @@ def mixed_rocm(facts: Facts) -> list[Finding]:
 def kernel_findings(facts: Facts) -> list[Finding]:
     """kernel-unsupported: a GPU the process uses needs amdgpu/KFD fixes this kernel does not have."""
     from jax_rocm7_plugin._machine import host_path
+    from jax_rocm7_plugin._names import ROCM
     from jax_rocm7_plugin._policy import linux_kernels
 
     machine, view = facts.machine, facts.view
@@ -198,7 +199,7 @@ def kernel_findings(facts: Facts) -> list[Finding]:
         oldest = linux_kernels.oldest_for_rocm_7()
         found.append(
             catalog.kernel_unsupported(
-                f"this Linux kernel ({kernel.release}) is older than any AMD supports ROCm 7 on: {oldest.why}",
+                f"this Linux kernel ({kernel.release}) is older than any AMD supports {ROCM} on: {oldest.why}",
                 f"upgrade to a distribution of AMD's compatibility matrix; the oldest kernels there: {oldest.names}",
                 (f"{path}: {banner.strip()[:160]}", *oldest.sources),
             )
