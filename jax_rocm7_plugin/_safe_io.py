@@ -169,9 +169,8 @@ def say_untrusted(reason: str) -> None:
     _said_untrusted.add(reason)
     import logging
 
-    from jax_rocm7_plugin._names import PLUGIN_PACKAGE
-
-    logging.getLogger(PLUGIN_PACKAGE).debug("ROCm backend: cache not used (%s)", reason)
+    # The package's logger (its name from this module's: a foundation module imports no sibling, _names included).
+    logging.getLogger(__name__.rpartition(".")[0]).debug("ROCm backend: cache not used (%s)", reason)
 
 
 def read_trusted(path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str]) -> str:
