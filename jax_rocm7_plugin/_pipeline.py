@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.rocm_install import RocmInstall
     from jax_rocm7_plugin._machine.rocm_pip import PipRocm
     from jax_rocm7_plugin._machine.runtime import RuntimeState
+    from jax_rocm7_plugin._machine.topology import KfdNode
     from jax_rocm7_plugin._machine.visibility import HipView
     from jax_rocm7_plugin._policy.coverage import GpuCoverage
     from jax_rocm7_plugin._policy.known_issues import Situation
@@ -88,6 +89,16 @@ class Facts:
         self.verdict: Verdict | None = None  # the child-process load
         self.pip_rocm: PipRocm | None = None
         self.c_api: tuple[int, int] | None = None  # (major, minor) the library speaks, from the load
+
+
+def used_gpus(facts: Facts) -> list[tuple[int, KfdNode]]:
+    """The GPUs HIP will use and can open, each with the index HIP_VISIBLE_DEVICES knows it by (none before the
+    visibility step)."""
+    machine, view = facts.machine, facts.view
+    if machine is None or view is None:
+        return []
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    return [(index, node) for index, node in view.gpus if node.index in usable]
 
 
 def first_blocking_finding(
@@ -328,8 +339,7 @@ def situation(
     settings, machine = facts.settings, facts.machine
     # The GPUs HIP will use and can open: where none can be (no /dev/kfd, no permission), that is the cause to
     # fix, and bugs of the GPU stack are not yet this machine's.
-    usable = {gpu.node_index for gpu in machine.usable_gpus} if machine is not None else set()
-    gpus = [node for _, node in facts.view.gpus if node.index in usable] if facts.view is not None else []
+    gpus = [node for _, node in used_gpus(facts)]
     install = rocm_install(facts) if with_rocm or facts.runtime is not None else None
     home = None
     if install is not None:

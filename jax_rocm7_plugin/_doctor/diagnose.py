@@ -21,7 +21,7 @@ from jax_rocm7_plugin._doctor.report import (
 from jax_rocm7_plugin._findings import Finding, doctor_internal_error, most_severe_first
 from jax_rocm7_plugin._machine.packages import installed_version
 from jax_rocm7_plugin._names import HIP_SONAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
-from jax_rocm7_plugin._pipeline import Facts, checks
+from jax_rocm7_plugin._pipeline import Facts, checks, used_gpus
 from jax_rocm7_plugin._settings import Settings
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
@@ -56,7 +56,8 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     from jax_rocm7_plugin._doctor import invariants
     from jax_rocm7_plugin._machine.memory import memory_findings
 
-    found.extend(memory_findings([m for m in memories if m.node_index in _used_nodes(facts)]))
+    used = {node.index for _, node in used_gpus(facts)}  # a hidden GPU gets no finding of its own
+    found.extend(memory_findings([m for m in memories if m.node_index in used]))
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
@@ -203,23 +204,10 @@ def used_processors(facts: Facts) -> list[str]:
     HSA_OVERRIDE_GFX_VERSION)."""
     from jax_rocm7_plugin._policy.gfx_targets import override_target
 
-    machine, view = facts.machine, facts.view
-    if machine is None or view is None:
-        return []
-    usable = {gpu.node_index for gpu in machine.usable_gpus}
     override = facts.settings.hsa_override
     target = override_target(override) if override else None
-    names = [target or node.gfx_target for _, node in view.gpus if node.index in usable]
+    names = [target or node.gfx_target for _, node in used_gpus(facts)]
     return [n for n in dict.fromkeys(names) if n]
-
-
-def _used_nodes(facts: Facts) -> set[int]:
-    """The KFD nodes of the GPUs HIP will use and can open (a hidden GPU gets no finding of its own)."""
-    machine, view = facts.machine, facts.view
-    if machine is None or view is None:
-        return set()
-    usable = {gpu.node_index for gpu in machine.usable_gpus}
-    return {node.index for _, node in view.gpus if node.index in usable}
 
 
 def _uncovered(facts: Facts) -> set[str]:

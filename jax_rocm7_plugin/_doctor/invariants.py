@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding, Remedy
+from jax_rocm7_plugin._pipeline import used_gpus
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.rocm_install import RocmInstall
@@ -35,13 +36,11 @@ def hide_unserved(facts: Facts, found: Sequence[Finding], unserved_targets: Iter
     hides it, where other GPUs the process would use are served (the others are kept, in HIP's numbering)."""
     from jax_rocm7_plugin._policy.gfx_targets import override_target, product_name
 
-    machine, view = facts.machine, facts.view
     unserved_set = set(unserved_targets)
-    if machine is None or view is None or not unserved_set:
+    if not unserved_set:
         return list(found)
-    usable = {g.node_index for g in machine.usable_gpus}
     override = override_target(facts.settings.hsa_override) if facts.settings.hsa_override else None
-    used = [(index, node) for index, node in view.gpus if node.index in usable]
+    used = used_gpus(facts)
     unserved = [(i, n) for i, n in used if (override or n.gfx_target) in unserved_set]
     kept = [(i, n) for i, n in used if (i, n) not in unserved]
     if not unserved or not kept:
@@ -67,11 +66,10 @@ def unneeded_override(facts: Facts, found: Sequence[Finding]) -> list[Finding]:
     another GPU) that makes them run another processor's code."""
     from jax_rocm7_plugin._policy.gfx_targets import covering_target
 
-    targets, machine, view = facts.library_targets, facts.machine, facts.view
-    if not facts.settings.hsa_override or not targets or machine is None or view is None:
+    targets = facts.library_targets
+    if not facts.settings.hsa_override or not targets:
         return list(found)
-    usable = {g.node_index for g in machine.usable_gpus}
-    own = [node.gfx_target for _, node in view.gpus if node.index in usable]
+    own = [node.gfx_target for _, node in used_gpus(facts)]
     library = frozenset(targets)
     if not own or not all(gfx and covering_target(gfx, library) for gfx in own):
         return list(found)
@@ -178,11 +176,7 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     from jax_rocm7_plugin._names import ROCM
     from jax_rocm7_plugin._policy import linux_kernels
 
-    machine, view = facts.machine, facts.view
-    if machine is None or view is None:
-        return []
-    usable = {g.node_index for g in machine.usable_gpus}
-    used = {node.gfx_target for _, node in view.gpus if node.index in usable}
+    used = {node.gfx_target for _, node in used_gpus(facts)}
     if not used:
         return []
     needing = [r for r in linux_kernels.requirements() if used & set(r.gfx)]
