@@ -59,20 +59,25 @@ def read_file(path: str | os.PathLike[str], limit: int) -> bytes:
             mode = os.fstat(descriptor).st_mode
             if not stat.S_ISREG(mode):
                 raise NotARegularFile(f"{os.fspath(path)} is {_kind(mode)}, not a regular file")
-            os.set_blocking(descriptor, True)
-            chunks = []
-            remaining = limit + 1
-            while remaining > 0:
-                chunk = os.read(descriptor, min(remaining, 1 << 16))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
+            return _read_up_to(descriptor, limit)
         finally:
             os.close(descriptor)
     finally:
         _reading.pop(me, None)
+
+
+def _read_up_to(descriptor: int, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of an open regular file, read blocking."""
+    os.set_blocking(descriptor, True)
+    chunks = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = os.read(descriptor, min(remaining, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_text(path: str | os.PathLike[str], limit: int) -> str:
@@ -183,12 +188,9 @@ def read_trusted(path: str | os.PathLike[str], limit: int, root: str | os.PathLi
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
                 raise NotARegularFile(f"{os.fspath(path)} is {_kind(info.st_mode)}, not a regular file")
-            if info.st_uid != os.geteuid():
-                reason = f"{os.fspath(path)} is owned by uid {info.st_uid}, not by this user ({os.geteuid()})"
-            elif _writable_by_others(info):
-                reason = f"{os.fspath(path)} is writable by its group or by others (mode {info.st_mode & 0o777:o})"
-            else:
-                data = os.read(descriptor, limit + 1)
+            reason = _not_ours(os.fspath(path), info)
+            if reason is None:
+                data = _read_up_to(descriptor, limit)
                 if len(data) > limit:
                     raise ValueError(f"{os.fspath(path)} is larger than {limit} bytes")
                 return data.decode("utf-8", errors="replace")
@@ -221,6 +223,11 @@ def _untrusted_file(path: str) -> str | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         return f"{path} is {_kind(info.st_mode)}, not a regular file"
+    return _not_ours(path, info)
+
+
+def _not_ours(path: str, info: os.stat_result) -> str | None:
+    """Why a cache file is not this user's alone (None: it is)."""
     if info.st_uid != os.geteuid():
         return f"{path} is owned by uid {info.st_uid}, not by this user ({os.geteuid()})"
     if _writable_by_others(info):

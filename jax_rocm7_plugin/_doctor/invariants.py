@@ -103,15 +103,10 @@ def mixed_rocm(facts: Facts) -> list[Finding]:
     if runtime is None or walk is None:
         return []
     installs = [i for i in runtime.installs if i.library_dirs]
-    taken: dict[str, RocmInstall] = {}  # soname -> its install
-    unplaced: list[str] = []
+    taken: dict[str, RocmInstall] = {}  # soname -> its install (a library outside every install is no install's)
     for soname, path in walk.found.items():
-        if not is_rocm_library(soname):
-            continue
-        install = _install_of(path, installs)
-        if install is None:
-            unplaced.append(soname)
-        else:
+        install = _install_of(path, installs) if is_rocm_library(soname) else None
+        if install is not None:
             taken[soname] = install
     homes = list(dict.fromkeys(_root_key(i) for i in taken.values()))
     if len(homes) < 2:
@@ -175,6 +170,7 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     from jax_rocm7_plugin._machine import host_path
     from jax_rocm7_plugin._names import ROCM
     from jax_rocm7_plugin._policy import linux_kernels
+    from jax_rocm7_plugin._safe_io import read_text
 
     used = {node.gfx_target for _, node in used_gpus(facts)}
     if not used:
@@ -182,8 +178,8 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     needing = [r for r in linux_kernels.requirements() if used & set(r.gfx)]
     path = host_path(facts.settings.sysroot, "/proc/version")
     try:
-        banner = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        banner = read_text(path, 4096)
+    except (OSError, ValueError):
         return []  # not known: no finding
     kernel = linux_kernels.parse(banner)
     if kernel is None:

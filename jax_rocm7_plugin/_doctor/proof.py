@@ -39,7 +39,7 @@ def prove(
     found: Sequence[Finding], settings: Settings, rerun: Callable[[Settings], Sequence[Finding]]
 ) -> list[Finding]:
     """`found` with every remedy checked by `rerun` (the plain diagnosis of the changed settings): its outcome in
-    the remedy and at the end of the fix. One rerun per distinct change."""
+    the remedy (`Finding.checked_fix` says it after the fix). One rerun per distinct change."""
     before = {f.key for f in found if f.severity != "info"}
     outcomes: dict[Remedy, tuple[bool, str]] = {}
     result = []

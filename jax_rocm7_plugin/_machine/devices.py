@@ -13,7 +13,7 @@ from pathlib import Path
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
-from jax_rocm7_plugin._machine.identity import OVERFLOW_ID, Identity
+from jax_rocm7_plugin._machine.identity import OVERFLOW_ID, Identity, may_read_write
 from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, Topology, read_topology
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -71,17 +71,11 @@ def _device_node(path: Path, identity: Identity | None, added: tuple[int, ...]) 
     for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
         if test(mode):
             return DeviceNode(path, False, False, kind)
-    own = identity is None or identity.source == "this process"
-    if own:
-        accessible = os.access(path, os.R_OK | os.W_OK)
-        if not accessible and added and identity is not None:
-            from jax_rocm7_plugin._machine.identity import may_read_write
-
-            accessible = may_read_write(info, identity)
+    if identity is None or identity.source == "this process":
+        assumed = bool(added) and identity is not None and may_read_write(info, identity)
+        accessible = os.access(path, os.R_OK | os.W_OK) or assumed
     else:
-        from jax_rocm7_plugin._machine.identity import may_read_write
-
-        accessible = may_read_write(info, identity)  # type: ignore[arg-type]
+        accessible = may_read_write(info, identity)
     return DeviceNode(path, True, accessible, None, info.st_gid, mode & 0o777)
 
 
@@ -101,8 +95,9 @@ def probe_machine(root: Path, groups_added: tuple[int, ...] = ()) -> MachineStat
     gpus = []
     for node in topology.gpus:
         minor = node.drm_render_minor
-        path = host_path(root, f"/dev/dri/renderD{minor}")
-        render = None if minor is None else _device_node(path, identity, groups_added)
+        render = None
+        if minor is not None:
+            render = _device_node(host_path(root, f"/dev/dri/renderD{minor}"), identity, groups_added)
         gpus.append(GpuState(node.index, node.gfx_target, render))
     return MachineState(
         root=root,
@@ -128,7 +123,7 @@ def probe_within_deadline(root: Path, groups_added: tuple[int, ...] = ()) -> Mac
     from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     try:
-        return with_deadline(lambda: probe_machine(root, groups_added) if groups_added else probe_machine(root))
+        return with_deadline(lambda: probe_machine(root, groups_added))
     except Deadline as late:
         return catalog.machine_probe_timeout(late.path, late.seconds)
 

@@ -34,19 +34,15 @@ def read_identity(root: Path, added: tuple[int, ...] = ()) -> Identity:
     path = host_path(root, STATUS)
     uid = gid = None
     groups: list[int] = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                fields = value.split()
-                if key == "Uid" and len(fields) >= 2 and fields[1].isdigit():
-                    uid = int(fields[1])  # real, effective, saved, filesystem: the kernel checks the last two
-                elif key == "Gid" and len(fields) >= 2 and fields[1].isdigit():
-                    gid = int(fields[1])
-                elif key == "Groups":
-                    groups = [int(f) for f in fields if f.isdigit()]
-    except OSError:
-        pass
+    for line in _lines(path, 64 * 1024):
+        key, _, value = line.partition(":")
+        fields = value.split()
+        if key == "Uid" and len(fields) >= 2 and fields[1].isdigit():
+            uid = int(fields[1])  # real, effective, saved, filesystem: the kernel checks the last two
+        elif key == "Gid" and len(fields) >= 2 and fields[1].isdigit():
+            gid = int(fields[1])
+        elif key == "Groups":
+            groups = [int(f) for f in fields if f.isdigit()]
     if uid is None or gid is None:
         uid, gid, groups, where = os.geteuid(), os.getegid(), os.getgroups(), "this process"
     else:
@@ -72,15 +68,22 @@ def may_read_write(info: os.stat_result, identity: Identity) -> bool:
 def group_names(root: Path) -> dict[int, str]:
     """The group database of the machine the sysroot describes (/etc/group: name:password:gid:members)."""
     names: dict[int, str] = {}
-    try:
-        with open(host_path(root, GROUP_FILE), encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                fields = line.rstrip("\n").split(":")
-                if len(fields) >= 3 and fields[2].isdigit():
-                    names.setdefault(int(fields[2]), fields[0])
-    except OSError:
-        pass
+    for line in _lines(host_path(root, GROUP_FILE), 4 * 1024 * 1024):
+        fields = line.split(":")
+        if len(fields) >= 3 and fields[2].isdigit():
+            names.setdefault(int(fields[2]), fields[0])
     return names
+
+
+def _lines(path: Path, limit: int) -> list[str]:
+    """The lines of a machine file, read as every machine file is (_safe_io: regular files only, bounded); none
+    where it cannot be read."""
+    from jax_rocm7_plugin._safe_io import read_text
+
+    try:
+        return read_text(path, limit).splitlines()
+    except (OSError, ValueError):
+        return []
 
 
 def described(gid: int, names: dict[int, str]) -> str:

@@ -129,7 +129,9 @@ def test_a_driver_that_does_not_answer_is_said_not_waited_on(tmp_path: Path, mon
 
     release = threading.Event()
     monkeypatch.setattr("jax_rocm7_plugin._safe_io.DEADLINE_SECONDS", 0.2)
-    monkeypatch.setattr("jax_rocm7_plugin._machine.devices.probe_machine", lambda root: release.wait(5))
+    monkeypatch.setattr(
+        "jax_rocm7_plugin._machine.devices.probe_machine", lambda root, groups_added=(): release.wait(5)
+    )
     code = header_only(tmp_path / "co", 0x4C, name="gfx942")
     try:
         lines, data, ok = check_binaries([code], read_settings({}, sysroot=make_sysroot(tmp_path / "machine")))

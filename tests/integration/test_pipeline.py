@@ -50,7 +50,7 @@ def _slow_probe(case: Case) -> None:
     case.gpu_machine()
     release = threading.Event()
 
-    def hung(root: Path) -> None:
+    def hung(root: Path, groups_added: tuple[int, ...] = ()) -> None:
         release.wait(5)  # a wedged sysfs read, standing in for a hung driver
 
     case.monkeypatch.setattr("jax_rocm7_plugin._safe_io.DEADLINE_SECONDS", 0.2)

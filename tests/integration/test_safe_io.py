@@ -66,7 +66,7 @@ def test_a_probe_that_does_not_answer_names_the_file_it_was_reading(tmp_path: Pa
 
 
 def test_the_machine_probe_under_its_deadline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    def never(root: Path) -> None:
+    def never(root: Path, groups_added: tuple[int, ...] = ()) -> None:
         safe_io._reading[threading.get_ident()] = "/sys/class/kfd/kfd/topology/nodes/1/properties"
         time.sleep(3)
 
