@@ -328,14 +328,13 @@ def machine_probe_timeout(path: str | None, seconds: float) -> Finding:
     )
 
 
-def environment_variable_invalid(name: str, value: str, problem: str, *, blocks: bool) -> Finding:
-    return Finding(
-        "environment-variable-invalid",
-        "error" if blocks else "warning",
-        f"{name}={value!r} {problem}",
-        f"unset {name} or set it to {_VARIABLE_WANTS.get(name, 'a valid value')}",
-        (f"{name}={value!r}",),
-    )
+def environment_variable_invalid(
+    name: str, value: str, problem: str, *, blocks: bool, fix: str | None = None
+) -> Finding:
+    """`fix`: where the caller knows better than "unset it or set it to a valid value" (from _environment)."""
+    fix = fix or f"unset {name} or set it to {_VARIABLE_WANTS.get(name, 'a valid value')}"
+    severity: Severity = "error" if blocks else "warning"
+    return Finding("environment-variable-invalid", severity, f"{name}={value!r} {problem}", fix, (f"{name}={value!r}",))
 
 
 def stack_variable_invalid(

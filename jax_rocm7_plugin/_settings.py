@@ -1,9 +1,8 @@
 """The process environment, read once into a typed record, each value validated where it is read.
 
-Every variable the plugin consults is read here (and only here, apart from the loader,
-which points HIP at a pip ROCm by setting variables); probes receive typed fields. A value
-that cannot be used becomes a finding kept in the record, yielded by the check pipeline at
-its place in the order of checks.
+The variables the checks consult are read here, through the one reader of `_environment` (where each is
+declared with its meaning, grammar and default); probes receive typed fields. A value that cannot be used
+becomes a finding kept in the record, yielded by the check pipeline at its place in the order of checks.
 """
 
 from __future__ import annotations
@@ -13,13 +12,16 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._names import BACKEND
 from jax_rocm7_plugin._record import NamedTuple
 
-SYSROOT = "JAX_ROCM_SYSROOT"
-PJRT_LIBRARY = "JAX_ROCM_PJRT_LIBRARY"
+read = _environment.read
+
+SYSROOT = _environment.SYSROOT
+PJRT_LIBRARY = _environment.PJRT_LIBRARY
 ROCM_PATH = "ROCM_PATH"
 HSA_OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 HSA_XNACK = "HSA_XNACK"  # "1" turns XNACK (retry on page faults) on where the GPU has it; off by default
@@ -27,11 +29,8 @@ ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
 HIP_VISIBLE = "HIP_VISIBLE_DEVICES"
 CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 GPU_ORDINAL = "GPU_DEVICE_ORDINAL"
-LOAD_TIMEOUT = "JAX_ROCM_LOAD_TIMEOUT"
-# Seconds the child-process load test of a library may take. A cold load of the published 459-503 MB
-# libraries takes ~0.3 s from local disk (benchmarks/cold_load.py); 100 times that leaves room for
-# network filesystems and eight processes of a node loading at once, and still ends a hung constructor.
-DEFAULT_LOAD_TIMEOUT = 30.0
+LOAD_TIMEOUT = _environment.LOAD_TIMEOUT
+DEFAULT_LOAD_TIMEOUT = _environment.DEFAULT_LOAD_TIMEOUT
 # The variables jaxlib reads when it builds GPU client options.
 XLA_CLIENT_VARIABLES = (
     "XLA_PYTHON_CLIENT_ALLOCATOR",
@@ -123,14 +122,14 @@ def read_settings(
     found: list[Finding] = []
     bad_root = None
     if sysroot is None:
-        bad_root = _sysroot_finding(environ.get(SYSROOT) or "")
+        bad_root = _sysroot_finding(read(SYSROOT, environ) or "")
         found.extend([bad_root] if bad_root is not None else [])
-        sysroot = Path(environ.get(SYSROOT) or "/")
-    library = environ.get(PJRT_LIBRARY) or None
+        sysroot = Path(read(SYSROOT, environ) or "/")
+    library = read(PJRT_LIBRARY, environ) or None
     if library is not None and not library.startswith("/"):
         problem = "is a relative path (it would depend on the working directory)"
         found.append(catalog.environment_variable_invalid(PJRT_LIBRARY, library, problem, blocks=True))
-    rocm_path = environ.get(ROCM_PATH) or None
+    rocm_path = read(ROCM_PATH, environ) or None
     if rocm_path is not None and not any(f.blocks_rocm for f in found):
         problem = None
         if not rocm_path.startswith("/"):
@@ -139,34 +138,29 @@ def read_settings(
             problem = "is not a directory; ROCm is looked for in the usual places instead"
         if problem is not None:
             found.append(catalog.environment_variable_invalid(ROCM_PATH, rocm_path, problem, blocks=False))
-    load_timeout = _load_timeout(environ.get(LOAD_TIMEOUT) or "", found)
-    xla_client = tuple((name, environ[name]) for name in XLA_CLIENT_VARIABLES if name in environ)
+    load_timeout = _load_timeout(read(LOAD_TIMEOUT, environ) or "", found)
+    found.extend(plugin_variable_findings(environ))
+    xla_client = tuple((name, value) for name in XLA_CLIENT_VARIABLES if (value := read(name, environ)) is not None)
     problems = xla_client_problems(dict(xla_client))
     return Settings(
         sysroot=sysroot,
         pjrt_library=Path(library) if library is not None and library.startswith("/") else None,
         rocm_path=rocm_path,
-        ld_library_path=tuple(p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/")),
+        ld_library_path=tuple(p for p in (read("LD_LIBRARY_PATH", environ) or "").split(":") if p.startswith("/")),
         devices=device_selection(environ),
-        hsa_override=environ.get(HSA_OVERRIDE),
-        xnack=environ.get(HSA_XNACK),
-        device_lib_path=environ.get("HIP_DEVICE_LIB_PATH") or None,
-        search_path=tuple(p for p in environ.get("PATH", "").split(":") if p.startswith("/")),
-        runtime_environment=tuple(
-            sorted(
-                (name, value)
-                for name, value in environ.items()
-                if name.startswith(RUNTIME_VARIABLE_PREFIXES) or name in RUNTIME_VARIABLES
-            )
-        ),
+        hsa_override=read(HSA_OVERRIDE, environ),
+        xnack=read(HSA_XNACK, environ),
+        device_lib_path=read("HIP_DEVICE_LIB_PATH", environ) or None,
+        search_path=tuple(p for p in (read("PATH", environ) or "").split(":") if p.startswith("/")),
+        runtime_environment=tuple(_environment.matching((*RUNTIME_VARIABLE_PREFIXES, *RUNTIME_VARIABLES), environ)),
         job_hosts=job_hosts(environ),
         xla_client=xla_client,
-        platforms=platforms if platforms is not None else environ.get("JAX_PLATFORMS"),
-        runfiles_dir=environ.get("RUNFILES_DIR") or None,
-        runfiles_manifest=environ.get("RUNFILES_MANIFEST_FILE") or None,
+        platforms=platforms if platforms is not None else read("JAX_PLATFORMS", environ),
+        runfiles_dir=read("RUNFILES_DIR", environ) or None,
+        runfiles_manifest=read("RUNFILES_MANIFEST_FILE", environ) or None,
         cache_dir=_cache_dir(environ),
         load_timeout=load_timeout,
-        load_identity=tuple(f"{name}={environ.get(name, '')}" for name in LOAD_VARIABLES),
+        load_identity=tuple(f"{name}={read(name, environ) or ''}" for name in LOAD_VARIABLES),
         path_findings=tuple(found),
         sysroot_finding=bad_root,
         xla_client_findings=(
@@ -178,19 +172,17 @@ def read_settings(
 
 def device_selection(environ: Mapping[str, str]) -> DeviceSelection:
     """The device-selection variables of an environment (this process's, or one a cluster record carries)."""
-    return DeviceSelection(
-        environ.get(ROCR_VISIBLE), environ.get(HIP_VISIBLE), environ.get(CUDA_VISIBLE), environ.get(GPU_ORDINAL)
-    )
+    return DeviceSelection(*(read(name, environ) for name in (ROCR_VISIBLE, HIP_VISIBLE, CUDA_VISIBLE, GPU_ORDINAL)))
 
 
 def job_hosts(environ: Mapping[str, str]) -> int | None:
     """How many hosts the launcher gives this job: Slurm's node count, else Open MPI's world size over its
     local size (tasks spread evenly); None outside a launcher or where the values are not numbers."""
     for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
-        value = environ.get(name, "")
+        value = read(name, environ) or ""
         if value.isdigit() and int(value) > 0:
             return int(value)
-    world, local = environ.get("OMPI_COMM_WORLD_SIZE", ""), environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "")
+    world, local = read("OMPI_COMM_WORLD_SIZE", environ) or "", read("OMPI_COMM_WORLD_LOCAL_SIZE", environ) or ""
     if world.isdigit() and local.isdigit() and int(local) > 0:
         return max(1, -(-int(world) // int(local)))
     return None
@@ -224,10 +216,17 @@ def _sysroot_finding(value: str) -> Finding | None:
     return catalog.environment_variable_invalid(SYSROOT, value, problem, blocks=True)
 
 
-def _cache_dir(environ: Mapping[str, str]) -> Path | None:
-    from jax_rocm7_plugin._warm import cache_root
+def plugin_variable_findings(environ: Mapping[str, str]) -> list[Finding]:
+    """The plugin's own variables (JAX_ROCM_*) that are set but unknown or invalid, each named with what is valid
+    (warnings: the default is used). The three read above are checked there, against the filesystem too."""
+    return [
+        catalog.environment_variable_invalid(p.name, p.value, p.problem, blocks=False, fix=p.fix)
+        for p in _environment.problems(environ, skip=(SYSROOT, PJRT_LIBRARY, LOAD_TIMEOUT))
+    ]
 
-    root = cache_root(environ)
+
+def _cache_dir(environ: Mapping[str, str]) -> Path | None:
+    root = _environment.cache_root(environ)
     return root / "load-verdicts" if root is not None else None
 
 

@@ -15,9 +15,11 @@ import os
 import re
 from collections.abc import Mapping, MutableMapping
 
+from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 
-ENABLE_VARIABLE = "JAX_ENABLE_ROCM_XDIST"
+ENABLE_VARIABLE = _environment.XDIST_GPUS
 WORKER_VARIABLE = "PYTEST_XDIST_WORKER"  # set by xdist in each worker: gw0, gw1, ...
 
 
@@ -27,8 +29,8 @@ class IsolationError(ValueError):
 
 def assignment(environ: Mapping[str, str]) -> dict[str, str] | None:
     """The variables this worker should get, or None when isolation does not apply."""
-    count_text = environ.get(ENABLE_VARIABLE, "").strip()
-    worker = environ.get(WORKER_VARIABLE, "")
+    count_text = (read(ENABLE_VARIABLE, environ) or "").strip()
+    worker = read(WORKER_VARIABLE, environ) or ""
     if not count_text or not worker:
         return None
     if not count_text.isdigit() or int(count_text) < 1:

@@ -3,7 +3,7 @@
 Sources: the published jax-rocm7-plugin wheel of the release for the target CPython
 (`released`, sha256-checked against releases.json), a folder of built modules (`DIR`), or
 Bazel's outputs. Staged as jax_rocm7_plugin/_native/<module>.so behind public stubs (written
-by `stage`; they call jax_rocm7_plugin/_extensions.py), with per-module provenance in
+by `stage`; they call jax_rocm7_plugin/_loader/extensions.py), with per-module provenance in
 _native/build_info.json and a NOTICE for the re-packaged binaries.
 """
 
@@ -46,9 +46,9 @@ def public_stub_source(module: str) -> str:
     """The module the build writes under the public name of each native module it ships."""
     return (
         f'"""{EXTENSION_CAPABILITIES[module]}: the ROCm extension {module} lives in {NATIVE_DIR}/ '
-        '(see _extensions.py)."""\n\n'
+        '(see _loader/extensions.py)."""\n\n'
         "try:\n"
-        f"    from {PLUGIN_PACKAGE}._extensions import load_native\n"
+        f"    from {PLUGIN_PACKAGE}._loader.extensions import load_native\n"
         "except Exception as error:  # a damaged install: jaxlib skips ImportError, and only that\n"
         '    raise ImportError(f"{__name__}: the plugin package cannot be imported: {error!r}") from error\n\n'
         "load_native(__name__)\n"

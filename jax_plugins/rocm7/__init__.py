@@ -8,8 +8,8 @@ the standard library only, and states the finding id it reports (the catalog's, 
 """
 
 DAMAGED_INSTALL = "plugin-install-damaged"
-LOADER = "jax_rocm7_plugin._loader"  # a test keeps it equal to _names.PLUGIN_PACKAGE's loader
-WARM = "jax_rocm7_plugin._warm"  # the plan of the last start, where it still holds (no checks imported)
+LOADER = "jax_rocm7_plugin._loader.register"  # a test keeps it equal to _names.PLUGIN_PACKAGE's loader
+WARM = "jax_rocm7_plugin._loader.warm"  # the plan of the last start, where it still holds (no checks imported)
 
 
 def initialize() -> None:

@@ -30,12 +30,13 @@ import threading
 import time
 from typing import Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._job.store import read_published, wait_ms
 
 PREFIX = "jax_rocm7/cluster"  # every key of ours lives under jax_rocm7/ (README "Inside a job")
 ACK_GRACE_SECONDS = 5.0
 HEARTBEAT_MARGIN_SECONDS = 30
-PARENT_VARIABLE = "JAX_ROCM_COURIER_PARENT"  # the parent's pid, so a courier started after its parent died ends
+PARENT_VARIABLE = _environment.COURIER_PARENT  # the parent's pid, so a courier started after its parent died ends
 # What each launcher's module in jax reads: named when their values do not parse.
 LAUNCHER_VARIABLES: dict[str, tuple[str, ...]] = {
     "slurm": ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID"),
@@ -73,11 +74,11 @@ def detect(job: dict[str, Any]) -> dict[str, Any]:
     """The join parameters: as given, else from the environment as jax.distributed.initialize() finds them."""
     from jax._src import clusters
 
-    coordinator = job.get("coordinator") or os.environ.get("JAX_COORDINATOR_ADDRESS") or None
+    coordinator = job.get("coordinator") or _environment.read("JAX_COORDINATOR_ADDRESS") or None
     num_processes, process_id = job.get("num_processes"), job.get("process_id")
     local_ids = job.get("local_device_ids")
-    if local_ids is None and os.environ.get("JAX_LOCAL_DEVICE_IDS"):
-        text = os.environ["JAX_LOCAL_DEVICE_IDS"]
+    text = _environment.read("JAX_LOCAL_DEVICE_IDS")
+    if local_ids is None and text:
         try:
             local_ids = [int(i) for i in text.split(",")]
         except ValueError:
@@ -100,7 +101,7 @@ def detect(job: dict[str, Any]) -> dict[str, Any]:
                 local_process_id = env.get_local_process_id()
             except Exception as error:  # noqa: BLE001 - a launcher's variables that do not parse: said in one line
                 names = LAUNCHER_VARIABLES.get(env.name, ())
-                values = {n: os.environ.get(n) for n in names if n in os.environ}
+                values = {n: v for n in names if (v := _environment.read(n)) is not None}
                 fail("launcher", f"{type(error).__name__}: {error}", method=env.name, variables=values)
     return {
         "coordinator": coordinator,
@@ -131,7 +132,7 @@ def join(found: dict[str, Any], job: dict[str, Any], join_seconds: int) -> tuple
     service = None
     if process_id == 0:
         port = coordinator.rsplit(":", 1)[1]
-        bind = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
+        bind = _environment.read("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
         service = xla.get_distributed_runtime_service(
             bind,
             found["num_processes"],
@@ -169,7 +170,7 @@ def die_with_parent() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
-    if os.getppid() != int(os.environ.get(PARENT_VARIABLE, os.getppid())):
+    if os.getppid() != int(_environment.read(PARENT_VARIABLE) or os.getppid()):
         os._exit(4)
 
 

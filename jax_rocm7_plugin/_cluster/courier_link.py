@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 
 MAX_STDERR_BYTES = 256 * 1024
@@ -41,7 +42,7 @@ class CourierLink:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**environ, "JAX_ROCM_COURIER_PARENT": str(os.getpid())},  # courier.PARENT_VARIABLE
+            env={**environ, _environment.COURIER_PARENT: str(os.getpid())},
             cwd=os.getcwd(),
         )
         self._stderr: collections.deque[bytes] = collections.deque()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from jax_rocm7_plugin._environment import read
+
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 MAX_EXPANDED = 100_000  # a host list that expands past this is not a real job's
@@ -79,8 +81,8 @@ def tasks_per_node(text: str) -> list[int] | None:
 
 def slurm_hosts(environ: Mapping[str, str], num_processes: int) -> dict[int, str] | None:
     """Process id -> host by Slurm's block distribution, when its variables say so."""
-    hosts = expand_hostlist(environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST") or "")
-    counts = tasks_per_node(environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE") or "")
+    hosts = expand_hostlist(read("SLURM_STEP_NODELIST", environ) or read("SLURM_JOB_NODELIST", environ) or "")
+    counts = tasks_per_node(read("SLURM_STEP_TASKS_PER_NODE", environ) or read("SLURM_TASKS_PER_NODE", environ) or "")
     if hosts is None:
         return None
     if counts is None and len(hosts) == 1:  # one node: every task is there

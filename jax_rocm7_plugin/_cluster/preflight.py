@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._cluster import courier, failures
 from jax_rocm7_plugin._cluster.courier_link import CourierGone, CourierLink, death_description
 from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, render_json, render_text
@@ -128,7 +129,7 @@ class _Run:
     def run(self) -> int:
         from jax_rocm7_plugin._machine.host import host_name
 
-        root = self.options.sysroot or Path(self.environ.get("JAX_ROCM_SYSROOT") or "/")
+        root = self.options.sysroot or Path(_environment.read(_environment.SYSROOT, self.environ) or "/")
         self.host = host_name(root)  # gethostname where the root has no kernel host name
         link = CourierLink(self._courier_environment())
         try:
@@ -342,7 +343,7 @@ class _Run:
         if why is not None:
             return failures.does_not_resolve(address, why, self.process_id, self.host)
         if self.process_id == 0:
-            bind = self.environ.get("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
+            bind = _environment.read("JAX_COORDINATOR_BIND_ADDRESS", self.environ) or f"[::]:{port}"
             taken = port_taken(bind)
             if taken is not None:
                 return failures.port_in_use(port, self.host, (taken,))

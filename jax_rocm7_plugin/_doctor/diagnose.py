@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._doctor.report import (
     ExtensionEntry,
     GpuEntry,
@@ -115,7 +116,7 @@ def _child_environment(settings: Settings) -> dict[str, str]:
     # the interpreter does not search by itself), that folder goes on the child's PYTHONPATH.
     home = str(Path(__file__).resolve().parents[2])
     if home not in site.getsitepackages() and home not in (site.getusersitepackages(), sys.prefix):
-        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [home, environ.get("PYTHONPATH", "")]))
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [home, _environment.read("PYTHONPATH", environ)]))
     if str(settings.sysroot) != "/":
         environ[SYSROOT] = str(settings.sysroot)
     if settings.pjrt_library is not None:

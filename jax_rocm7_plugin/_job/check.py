@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Literal
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
@@ -33,14 +33,14 @@ from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._record import NamedTuple
 
-MODE_VARIABLE = "JAX_ROCM_JOB_CHECK"
-TIMEOUT_VARIABLE = "JAX_ROCM_JOB_CHECK_TIMEOUT"
+MODE_VARIABLE = _environment.JOB_CHECK
+TIMEOUT_VARIABLE = _environment.JOB_CHECK_TIMEOUT
 Mode = Literal["error", "warn", "off"]
-MODES: tuple[Mode, ...] = ("error", "warn", "off")
 # jax.distributed.initialize has already waited for every process to connect, so a healthy job's processes
-# reach backend start seconds apart; this leaves minutes for one that loads data or compiles first. (The ROCm
-# client's own start waits for every process too, so a late process costs the others that time either way.)
-DEFAULT_TIMEOUT_SECONDS = 120.0
+# reach backend start seconds apart; the default (_environment) leaves minutes for one that loads data or
+# compiles first. (The ROCm client's own start waits for every process too, so a late process costs the others
+# that time either way.)
+DEFAULT_TIMEOUT_SECONDS = _environment.DEFAULT_JOB_CHECK_TIMEOUT
 # The others wait this much longer than process 0, which compares after its own wait.
 VERDICT_GRACE_SECONDS = 5.0
 # How long a process that could not set the verdict waits to read the one that was set first.
@@ -60,29 +60,10 @@ class CheckSettings(NamedTuple):
 
 
 def read_settings(environ: Mapping[str, str]) -> CheckSettings:
-    """JAX_ROCM_JOB_CHECK (error, warn or off) and JAX_ROCM_JOB_CHECK_TIMEOUT (seconds, above 0)."""
-    problems: list[str] = []
-    mode: Mode = "error"
-    text = environ.get(MODE_VARIABLE, "").strip().lower()
-    if text in MODES:
-        mode = text  # type: ignore[assignment]
-    elif text:
-        problems.append(f"{MODE_VARIABLE}={environ[MODE_VARIABLE]!r} is none of {', '.join(MODES)}: using error")
-    timeout = DEFAULT_TIMEOUT_SECONDS
-    raw = environ.get(TIMEOUT_VARIABLE, "").strip()
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value > 0:
-            timeout = value
-        else:
-            problems.append(
-                f"{TIMEOUT_VARIABLE}={environ[TIMEOUT_VARIABLE]!r} is not a number of seconds above 0: "
-                f"using {DEFAULT_TIMEOUT_SECONDS:g}"
-            )
-    return CheckSettings(mode, timeout, tuple(problems))
+    """JAX_ROCM_JOB_CHECK (error, warn or off) and JAX_ROCM_JOB_CHECK_TIMEOUT (seconds, above 0), as declared."""
+    mode, timeout = _environment.setting(MODE_VARIABLE, environ), _environment.setting(TIMEOUT_VARIABLE, environ)
+    problems = tuple(p for p in (mode.problem, timeout.problem) if p is not None)
+    return CheckSettings(mode.value, timeout.value, problems)
 
 
 class Verdict(NamedTuple):

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding, ClusterFindingId
@@ -378,7 +379,7 @@ def _socket_ifname(records: Records, hosts: dict[str, list[int]]) -> list[Cluste
     for pid, record in records.items():
         environment = dict(record.environment)
         for variable in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-            value = environment.get(variable)
+            value = read(variable, environment)
             if value is None:
                 continue
             problem = socket_ifname_problem(variable, value, record.interfaces)
@@ -512,7 +513,7 @@ def _environment(records: Records, hosts: dict[str, list[int]]) -> list[ClusterF
     for name in names:
         groups: dict[str | None, list[int]] = defaultdict(list)
         for pid, environment in environments.items():
-            groups[environment.get(name)].append(pid)
+            groups[read(name, environment)].append(pid)
         if len(groups) > 1:
             text, processes, _ = _mismatch(records, groups, lambda v: "unset" if v is None else repr(v))
             differing.append(f"{name}: {text}")

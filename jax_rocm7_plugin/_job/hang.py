@@ -27,16 +27,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._job.store import process_of, read_published
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
-TIMEOUT_VARIABLE = "JAX_ROCM_HANG_TIMEOUT"  # seconds, or "off"
-ACTION_VARIABLE = "JAX_ROCM_HANG_ACTION"  # report | exit
-PLATFORMS_VARIABLE = "JAX_ROCM_HANG_PLATFORMS"  # backends besides rocm that arm the watcher (tests: cpu)
-DEFAULT_TIMEOUT = 600.0
+TIMEOUT_VARIABLE = _environment.HANG_TIMEOUT  # seconds, or "off"
+ACTION_VARIABLE = _environment.HANG_ACTION  # report | exit
+PLATFORMS_VARIABLE = _environment.HANG_PLATFORMS  # backends besides rocm that arm the watcher (tests: cpu)
+DEFAULT_TIMEOUT = _environment.DEFAULT_HANG_TIMEOUT
 HANG_EXIT_CODE = 124  # as timeout(1) says "ran out of time"
 PREFIX = "jax_rocm7/hang"
 _JAX_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}{PLUGIN_PACKAGE}{os.sep}")
@@ -51,26 +52,11 @@ class HangSettings(NamedTuple):
 
 
 def read_settings(environ: Mapping[str, str]) -> HangSettings:
-    """The watcher's variables; a bad value gets one sentence and the default."""
-    problems = []
-    raw = (environ.get(TIMEOUT_VARIABLE) or "").strip()
-    timeout: float | None = DEFAULT_TIMEOUT
-    if raw.lower() == "off":
-        timeout = None
-    elif raw:
-        try:
-            timeout = float(raw)
-            if not 0 < timeout < 10**7:
-                raise ValueError
-        except ValueError:
-            timeout = DEFAULT_TIMEOUT
-            problems.append(f"{TIMEOUT_VARIABLE}={raw!r} is no number of seconds (or off): {DEFAULT_TIMEOUT:g} s")
-    action = (environ.get(ACTION_VARIABLE) or "report").strip().lower()
-    if action not in ("report", "exit"):
-        problems.append(f"{ACTION_VARIABLE}={action!r} is neither report nor exit: report")
-        action = "report"
-    platforms = frozenset(p.strip() for p in (environ.get(PLATFORMS_VARIABLE) or "").split(",") if p.strip())
-    return HangSettings(timeout, action, platforms, tuple(problems))
+    """The watcher's variables, as declared; a bad value gets one sentence and the default."""
+    timeout, action = _environment.setting(TIMEOUT_VARIABLE, environ), _environment.setting(ACTION_VARIABLE, environ)
+    platforms = _environment.setting(PLATFORMS_VARIABLE, environ).value
+    problems = tuple(p for p in (timeout.problem, action.problem) if p is not None)
+    return HangSettings(timeout.value, action.value, platforms, problems)
 
 
 # --- where a thread is ---------------------------------------------------------------------------------------

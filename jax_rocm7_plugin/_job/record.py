@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._pipeline import Facts
@@ -256,7 +257,9 @@ def redact(value: str, secrets: tuple[str, ...]) -> str:
 
 def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Values of every variable whose name looks like a credential, longest first."""
-    values = {v for k, v in environ.items() if cluster_policy.looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    values = {
+        v for k, v in _environment.everything(environ) if cluster_policy.looks_secret(k) and len(v) >= _MIN_SECRET_CHARS
+    }
     return tuple(sorted(values, key=len, reverse=True))
 
 
@@ -265,10 +268,8 @@ def steering_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], .
     secrets = secret_values(environ)
     limit = cluster_policy.value_max_chars()
     chosen: list[tuple[str, str]] = []
-    for name in sorted(environ):
-        if not cluster_policy.is_steering_variable(name):
-            continue
-        value = REDACTED if cluster_policy.looks_secret(name) else redact(environ[name], secrets)
+    for name, value in _environment.matching(cluster_policy.steering_names_and_prefixes(), environ):
+        value = REDACTED if cluster_policy.looks_secret(name) else redact(value, secrets)
         if len(value) > limit:
             value = f"{value[:limit]}...(+{len(value) - limit} chars)"
         chosen.append((name, value))

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._policy.math_libraries import MathLibrary
@@ -52,7 +53,7 @@ def library_kernels(
     library: MathLibrary, shared_object: Path, gfx: Sequence[str], environ: Mapping[str, str], root: Path
 ) -> LibraryKernels:
     """Which of the processors `gfx` (the GPUs used, after HSA_OVERRIDE_GFX_VERSION) the library has files for."""
-    value = environ.get(library.variable) or None
+    value = read(library.variable, environ) or None
     folder = host_path(root, value) if value else Path(os.path.normpath(shared_object.parent / library.folder))
     listings = {sub: _names(folder / sub.replace("{gfx}", g)) for g in set(gfx) for sub in library.look_in}
     kind = re.compile(library.any_files)

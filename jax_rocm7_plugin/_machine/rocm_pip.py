@@ -15,6 +15,7 @@ from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jax_rocm7_plugin._environment import is_set, read
 from jax_rocm7_plugin._names import HIP_SONAME, PIP_ROCM_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -82,7 +83,7 @@ def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> l
     changed: list[str] = []
 
     def set_default(name: str, value: str) -> None:
-        if name not in environ:
+        if not is_set(name, environ):
             environ[name] = value
             changed.append(f"{name}={value}")
 
@@ -90,7 +91,7 @@ def point_at_pip_rocm(pip_rocm: PipRocm, environ: MutableMapping[str, str]) -> l
     if pip_rocm.bitcode_dir is not None:
         set_default("HIP_DEVICE_LIB_PATH", str(pip_rocm.bitcode_dir))
     if pip_rocm.lld_dir is not None:
-        path_entries = environ.get("PATH", "").split(os.pathsep)
+        path_entries = (read("PATH", environ) or "").split(os.pathsep)
         if str(pip_rocm.lld_dir) not in path_entries:
             environ["PATH"] = os.pathsep.join([str(pip_rocm.lld_dir), *filter(None, path_entries)])
             changed.append(f"PATH+={pip_rocm.lld_dir}")

@@ -28,10 +28,10 @@ def value_max_chars() -> int:
     return int(_policy()["value_max_chars"])
 
 
-def is_steering_variable(name: str) -> bool:
-    """A variable that steers collectives or the GPU runtime (its name and value go into the record)."""
+def steering_names_and_prefixes() -> tuple[str, ...]:
+    """The steering variables' names and prefixes, for _environment.matching."""
     steering = _policy()["steering_variables"]
-    return name in steering["names"] or name.startswith(tuple(steering["prefixes"]))
+    return (*steering["names"], *steering["prefixes"])
 
 
 def is_per_process_variable(name: str) -> bool:

@@ -20,11 +20,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._findings import Finding, Remedy, Severity
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "known_issues.json"
-WORKAROUNDS_VARIABLE = "JAX_ROCM_WORKAROUNDS"  # "0" turns the loader's safe workarounds off
+WORKAROUNDS_VARIABLE = _environment.WORKAROUNDS  # off turns the loader's safe workarounds off
 ROCM_PLACEHOLDER = "{rocm}"  # in a workaround value: the root of the ROCm install the library loads
 AFFECTS_KEYS = frozenset(
     {
@@ -162,7 +163,7 @@ class Match(NamedTuple):
 
     def applied_by_loader(self, situation: Situation) -> tuple[tuple[str, str], ...]:
         """The variables the loader sets for this match (none unless safe, opted in and unset by the user)."""
-        if not self.issue.workaround.safe or situation.variable(WORKAROUNDS_VARIABLE) == "0":
+        if not self.issue.workaround.safe or not _environment.switch(WORKAROUNDS_VARIABLE, dict(situation.environment)):
             return ()
         wanted = [(name, _expand(value, situation)) for name, value in self.issue.workaround.variables]
         if any(situation.variable(name) not in (None, value) for name, value in wanted):

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_plugin._environment import is_set
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "launchers.json"
@@ -27,9 +28,9 @@ class Launcher(NamedTuple):
 
     def present(self, environ: Mapping[str, str]) -> bool:
         return (
-            all(n in environ for n in self.all_of)
-            and (not self.any_of or any(n in environ for n in self.any_of))
-            and not any(n in environ for n in self.none_of)
+            all(is_set(n, environ) for n in self.all_of)
+            and (not self.any_of or any(is_set(n, environ) for n in self.any_of))
+            and not any(is_set(n, environ) for n in self.none_of)
         )
 
 

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "stack_variables.json"
@@ -85,7 +86,7 @@ def problems(environ: Mapping[str, str]) -> list[Problem]:
     """The problem of each declared variable that is set in `environ`, in the data's order."""
     found = []
     for variable in variables():
-        value = environ.get(variable.name)
+        value = read(variable.name, environ)
         if value is None:
             continue
         problem = _check(variable, value)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._report.redact import Redactor
@@ -122,7 +123,7 @@ def collect(
 
     redactor = Redactor(environ)
     files: dict[str, str | bytes] = {}
-    root = options.sysroot or Path(environ.get("JAX_ROCM_SYSROOT") or "/")
+    root = options.sysroot or Path(_environment.read(_environment.SYSROOT, environ) or "/")
     doctor_text, doctor_json, deep = _doctor(options, environ)
     files["doctor.txt"] = doctor_text
     files["doctor.json"] = doctor_json
@@ -178,7 +179,7 @@ def _run_command(
 
     dumps = work / DUMP_DIR
     dumps.mkdir()
-    flags = environ.get("XLA_FLAGS", "")
+    flags = _environment.read("XLA_FLAGS", environ) or ""
     env = {**environ, "XLA_FLAGS": f"{flags} --xla_dump_to={dumps} --xla_dump_hlo_as_text".strip()}
     output = work / "output"
     output.mkdir()

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PJRT_PACKAGE, PLUGIN_DISTRIBUTION
 
@@ -46,7 +47,7 @@ KERNEL_LOG_WORDS = ("amdgpu", "kfd", "drm")
 
 def allowlisted(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """The variables a report lists, sorted by name."""
-    return sorted((n, v) for n, v in environ.items() if n in VARIABLE_NAMES or n.startswith(VARIABLE_PREFIXES))
+    return _environment.matching((*VARIABLE_PREFIXES, *VARIABLE_NAMES), environ)
 
 
 def versions() -> dict[str, Any]:
@@ -134,7 +135,7 @@ def device_access(root: Path) -> dict[str, Any]:
 def container_hints(root: Path, environ: Mapping[str, str]) -> list[str]:
     hints = [f"{p} exists" for p in ("/.dockerenv", "/run/.containerenv") if host_path(root, p).exists()]
     hints += [f"{n} is set" for n in ("KUBERNETES_SERVICE_HOST", "container", "SINGULARITY_NAME", "APPTAINER_NAME")
-              if n in environ]  # fmt: skip
+              if _environment.is_set(n, environ)]  # fmt: skip
     return hints
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from jax_rocm7_plugin import _environment
+
 REDACTED = "<redacted>"
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 MIN_LITERAL = 4
@@ -32,7 +34,7 @@ class Redactor:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.names: list[str] = []  # what was redacted, by where it was found (never the value)
         literals: set[str] = set()
-        for name, value in sorted(environ.items()):
+        for name, value in _environment.everything(environ):
             if is_secret_name(name) and value:
                 self.names.append(name)
                 literals.add(value)

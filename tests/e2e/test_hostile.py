@@ -525,7 +525,7 @@ DAMAGES: dict[str, tuple[str, bytes | str | None]] = {
     "version-missing": ("version.py", None),
     "version-is-a-directory": ("version.py", "directory"),
     "catalog-syntax-error": ("_findings.py", b"def broken(:\n"),
-    "loader-raises-at-import": ("_loader.py", b"raise RuntimeError('disk full while installing')\n"),
+    "loader-raises-at-import": ("_loader/register.py", b"raise RuntimeError('disk full while installing')\n"),
     "settings-not-utf8": ("_settings.py", b"# \xff\xfe\nimport os\n"),
 }
 
@@ -586,7 +586,7 @@ def test_a_damaged_install_is_one_line_naming_the_file(
 
     report = run_limited([str(python.parent / "jax-rocm-doctor"), "--json"], env, folder, "the doctor")
     assert "Traceback" not in report.stderr, report.stderr
-    if file in ("_loader.py",):  # the doctor does not import the loader: it reports as usual
+    if file in ("_loader/register.py",):  # the doctor does not import the loader: it reports as usual
         assert report.returncode in (0, 1)
         return
     assert report.returncode == 1, report.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from jax_rocm7_build.extension_modules import public_stub_source
 
-from jax_rocm7_plugin import _extensions as extensions
+from jax_rocm7_plugin._loader import extensions
 from jax_rocm7_plugin._names import EXTENSION_CAPABILITIES, EXTENSION_MODULES
 from tests.support.native import compile_shared
 
@@ -88,5 +88,5 @@ def test_every_public_stub_loads_its_module() -> None:
     for module in EXTENSION_MODULES:
         source = public_stub_source(module)
         compile(source, f"{module}.py", "exec")
-        assert "from jax_rocm7_plugin._extensions import load_native" in source
+        assert "from jax_rocm7_plugin._loader.extensions import load_native" in source
         assert source.rstrip().endswith("load_native(__name__)") and EXTENSION_CAPABILITIES[module] in source

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._loader import Plan
+from jax_rocm7_plugin._loader.register import Plan
 from tests.support.environment import REPO
 from tests.support.inprocess import doctor, loader_plan
 from tests.support.native import HIP_RUNTIME
@@ -68,7 +68,7 @@ def test_warnings_reach_the_plan(tmp_path: Path, build: Path) -> None:
 PIP_ROCM_CHILD = """
 import ctypes, json, os, sys
 from pathlib import Path
-from jax_rocm7_plugin._loader import Plan, plan_registration
+from jax_rocm7_plugin._loader.register import Plan, plan_registration
 from jax_rocm7_plugin._settings import read_settings
 site, library, root = sys.argv[1:]
 sys.path.insert(0, site)

@@ -24,7 +24,10 @@ from tests.support.sysroots import Gpu, add_rocm, make_sysroot
 # heavier (the pipeline, the known issues, the findings catalogue, the settings) is a cache miss's.
 WARM_IMPORTS = {
     "jax_plugins.rocm7",
-    "jax_rocm7_plugin._warm",
+    "jax_rocm7_plugin._loader",
+    "jax_rocm7_plugin._loader.warm",
+    "jax_rocm7_plugin._environment",
+    "jax_rocm7_plugin._record",
     "jax_rocm7_plugin._names",
     "jax_rocm7_plugin._safe_io",
 }
@@ -141,10 +144,18 @@ def test_a_machine_without_a_usable_gpu_gets_no_plan(machine: Machine) -> None:
 
 # Without a GPU device node, jaxlib's imports of our extension modules (each a stub calling load_native) refuse
 # at once, importing no check: the few stats of _extensions.no_gpu_device_node.
-EXTENSION_IMPORTS = {"jax_rocm7_plugin", "jax_rocm7_plugin.version", "jax_rocm7_plugin._extensions"}
+EXTENSION_IMPORTS = {
+    "jax_rocm7_plugin",
+    "jax_rocm7_plugin.version",
+    "jax_rocm7_plugin._loader",
+    "jax_rocm7_plugin._loader.extensions",
+    "jax_rocm7_plugin._environment",
+    "jax_rocm7_plugin._names",
+    "jax_rocm7_plugin._record",
+}
 _EXTENSION = """
 import json, sys
-from jax_rocm7_plugin._extensions import load_native
+from jax_rocm7_plugin._loader.extensions import load_native
 refused = []
 for name in ("_linalg", "_solver", "_prng"):
     try:

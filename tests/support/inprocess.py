@@ -8,7 +8,7 @@ from pathlib import Path
 from jax_rocm7_plugin._doctor.diagnose import diagnose
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._loader import Plan, plan_registration
+from jax_rocm7_plugin._loader.register import Plan, plan_registration
 from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
 
 

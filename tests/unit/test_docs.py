@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from jax_rocm7_plugin._environment import DECLARED
 from tests.support.environment import REPO
 
 README = REPO / "README.md"
@@ -119,9 +120,21 @@ def test_the_readme_links_every_page_beside_the_code() -> None:
 
 
 def test_every_variable_the_plugin_reads_is_documented() -> None:
-    code = "\n".join(p.read_text() for p in (REPO / "jax_rocm7_plugin").rglob("*.py"))
-    code += (REPO / "jax_plugins" / "rocm7" / "__init__.py").read_text()
-    variables = set(re.findall(r"\"(JAX_ROCM_[A-Z0-9_]+)\"", code))
+    """Each variable the plugin declares for its users (_environment.py) is in the README or a page it links."""
     documented = "\n".join(p.read_text() for p in linked_pages())
-    missing = sorted(v for v in variables if v not in documented)
-    assert missing == [], missing
+    own = [v.name for v in DECLARED.values() if v.owner == "plugin" and not v.internal]
+    assert len(own) >= 10
+    assert [n for n in own if n not in documented] == []
+
+
+def test_every_documented_variable_is_declared_with_the_default_the_docs_give() -> None:
+    """No page names a JAX_ROCM_* variable the plugin does not read, and a table row that gives a default gives
+    the declared one."""
+    for page in linked_pages():
+        text = page.read_text()
+        named = set(re.findall(r"\b(JAX_ROCM_[A-Z0-9_]+|JAX_ENABLE_ROCM_XDIST)\b", text))
+        assert sorted(n for n in named if n not in DECLARED) == [], page
+        for name, row in re.findall(r"^\| `(JAX_ROCM_[A-Z0-9_]+)[^`]*` \|(.*)$", text, re.MULTILINE):
+            default = DECLARED[name].default
+            if "(default" in row:  # "(default 30 ..." or "`error` (default ..."
+                assert f"(default {default}" in row or f"`{default}` (default" in row, (name, row)

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 # imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
 # without us (benchmarks/import_overhead.py). The pipeline imports each later step's
 # modules when it gets there.
+from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin import _findings as catalog
-from jax_rocm7_plugin import _warm
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._loader import warm as _warm
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 from jax_rocm7_plugin._record import NamedTuple
@@ -108,7 +109,7 @@ def apply_workarounds(facts: Facts, environ: MutableMapping[str, str]) -> tuple[
     from jax_rocm7_plugin._pipeline import situation
     from jax_rocm7_plugin._policy import known_issues
 
-    if environ.get(known_issues.WORKAROUNDS_VARIABLE) == "0":
+    if not _environment.switch(_environment.WORKAROUNDS, environ):
         return ()
     quick = situation(facts, thorough=False, with_rocm=False)
     candidates = known_issues.safe_workarounds(quick, assume=known_issues.ROCM_CONDITIONS)
@@ -117,7 +118,7 @@ def apply_workarounds(facts: Facts, environ: MutableMapping[str, str]) -> tuple[
     needs_rocm = any(known_issues.ROCM_CONDITIONS & set(m.issue.affects) for m, _ in candidates)
     applied: list[str] = []
     for match, variables in known_issues.safe_workarounds(situation(facts, thorough=False) if needs_rocm else quick):
-        fresh = [(name, value) for name, value in variables if name not in environ]
+        fresh = [(name, value) for name, value in variables if not _environment.is_set(name, environ)]
         for name, value in fresh:
             environ[name] = value
         if fresh:
@@ -151,7 +152,7 @@ def initialize() -> None:
     except Exception as error:  # noqa: BLE001 - jax would print a traceback; one line is kinder
         platforms = _warm.jax_platforms()
         if platforms is None:  # the settings may be what failed: the variable itself, as jax reads it
-            platforms = os.environ.get("JAX_PLATFORMS")
+            platforms = _environment.read("JAX_PLATFORMS")
         _report_unavailable(catalog.loader_internal_error(PLUGIN_VERSION, error), platforms or None)
 
 
@@ -164,7 +165,7 @@ def _initialize() -> None:
         _watch_for_hangs(rocm=False)
         return
     facts = Facts(settings)
-    before = dict(os.environ)
+    before = dict(_environment.everything())
     outcome = plan_registration(settings, apply_environment=True, facts=facts)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
@@ -187,7 +188,7 @@ def _initialize() -> None:
     if outcome.environment_changes:
         logger.debug("pointed HIP at the pip ROCm: %s", ", ".join(outcome.environment_changes))
     registered = _register(outcome, platforms, facts)
-    if registered and os.environ.get(_warm.WARM_VARIABLE) != "0":
+    if registered and _environment.switch(_environment.WARM):
         _write_plan(outcome, before, said, raw_platforms, facts)
     _watch_for_hangs(rocm=registered)
 
@@ -240,7 +241,7 @@ def _write_plan(
         {
             "library": plan.library_path,
             "said": said,
-            "set": [(k, v) for k, v in os.environ.items() if k != "PATH" and before.get(k) != v],
+            "set": [(k, v) for k, v in _environment.everything() if k != "PATH" and before.get(k) != v],
             "path_prepend": [c.removeprefix("PATH+=") for c in plan.environment_changes if c.startswith("PATH+=")],
             "preload": list(plan.preload),
             "extension": extension_path,

@@ -19,10 +19,13 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+
 if TYPE_CHECKING:
     from jax_rocm7_plugin._settings import Settings
 
-logger = logging.getLogger(__package__)  # the package: jax_rocm7_plugin
+logger = logging.getLogger(PLUGIN_PACKAGE)
 _reported: set[str] = set()  # modules whose loss was logged already: once per process
 
 
@@ -38,7 +41,7 @@ def no_gpu_device_node() -> bool:
     """Neither /dev/kfd nor WSL's /dev/dxg (under JAX_ROCM_SYSROOT where set): no AMD GPU can be used here,
     whatever else the checks would find, so they are not imported to say it (a few stats inside every
     `import jax` on a machine without one). A sysroot that is no absolute folder is left to the checks."""
-    root = os.environ.get("JAX_ROCM_SYSROOT") or "/"
+    root = _environment.read(_environment.SYSROOT) or "/"
     if not os.path.isabs(root) or not os.path.isdir(root):
         return False
     return not any(os.path.exists(os.path.join(root, node)) for node in ("dev/kfd", "dev/dxg"))

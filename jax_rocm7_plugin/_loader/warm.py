@@ -26,14 +26,17 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
+from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin._names import BACKEND, PLUGIN_PACKAGE, XLA_PLATFORM
 
 PLAN_FORMAT = 1
 PRIORITY = 500  # the backend's, as jax's GPU plugins register theirs
-# Variables that can change what the checks decide, what the runtime does, or what jax does with the plugin.
+# Variables that can change what the checks decide, what the runtime does, or what jax does with the plugin
+# (families and names of _environment).
 STEERING_PREFIXES = (
     "JAX_",
     "XLA_",
@@ -57,7 +60,7 @@ STEERING_PREFIXES = (
 )
 TOPOLOGY = "sys/class/kfd/kfd/topology"
 _SMALL = 16 * 1024
-_OWN_FOLDERS = ("", "_policy", "_machine", "_binary")  # this package's files the decision is made by
+_OWN_FOLDERS = ("", "_loader", "_policy", "_machine", "_binary")  # this package's files the decision is made by
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
@@ -74,32 +77,20 @@ def _identity(path: str) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
 
 
-def _sysroot(environ: dict[str, str] | os._Environ[str]) -> str:
-    return environ.get("JAX_ROCM_SYSROOT") or "/"
+def _sysroot(environ: Mapping[str, str]) -> str:
+    return _environment.read(_environment.SYSROOT, environ) or "/"
 
 
-def cache_root(environ: Any) -> Path | None:
-    """This plugin's cache ($XDG_CACHE_HOME, else ~/.cache, /jax-rocm7-plugin): load verdicts and plans live
-    there; None where neither gives an absolute base."""
-    base = environ.get("XDG_CACHE_HOME") or ""
-    if not base.startswith("/"):
-        home = environ.get("HOME") or ""
-        if not home.startswith("/"):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / PLUGIN_DISTRIBUTION
-
-
-def plans_dir(environ: Any) -> Path | None:
+def plans_dir(environ: Mapping[str, str]) -> Path | None:
     """Beside the load verdicts: <cache_root>/plans."""
-    root = cache_root(environ)
+    root = _environment.cache_root(environ)
     return root / "plans" if root is not None else None
 
 
 @functools.cache
 def _own_files() -> str:
     """The newest change among this package's decision-making files (a reinstall or an edit of a checkout)."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     newest, count = 0, 0
     for folder in _OWN_FOLDERS:
         try:
@@ -113,9 +104,9 @@ def _own_files() -> str:
     return f"{newest}:{count}"
 
 
-def plan_key(environ: Any, platforms: str | None) -> str:
+def plan_key(environ: Mapping[str, str], platforms: str | None) -> str:
     """What a plan is filed under: everything cheap that can change the decision."""
-    steering = sorted((k, v) for k, v in environ.items() if k.startswith(STEERING_PREFIXES))
+    steering = _environment.matching(STEERING_PREFIXES, environ)
     versions = [getattr(sys.modules.get(m), "__version__", "") for m in ("jax.version", "jaxlib.version")]
     parts = [str(PLAN_FORMAT), sys.version, *versions, str(platforms), json.dumps(steering), json.dumps(sys.path)]
     parts += [_sysroot(environ), _own_files(), str(os.geteuid())]
@@ -173,10 +164,10 @@ def machine_facts(root: str) -> dict[str, Any]:
     return with_deadline(read)
 
 
-def watched_files(root: str, library: str, environ: Any, extension: str | None) -> dict[str, Any]:
+def watched_files(root: str, library: str, environ: Mapping[str, str], extension: str | None) -> dict[str, Any]:
     """The files a plan depends on besides the machine: the library, the ROCm install the loader would read
     (the /opt/rocm link or ROCM_PATH and its version file), the dynamic loader's cache, the extension module."""
-    rocm = _under(root, environ.get("ROCM_PATH") or "/opt/rocm")
+    rocm = _under(root, _environment.read("ROCM_PATH", environ) or "/opt/rocm")
     paths = [library, rocm, os.path.join(rocm, ".info", "version"), _under(root, "/etc/ld.so.cache")]
     paths += [extension] if extension else []
     watched: dict[str, Any] = {p: _identity(p) for p in paths}
@@ -206,7 +197,7 @@ def _read_plan(directory: Path, key: str) -> dict[str, Any] | None:
     return plan if plan.get("format") == PLAN_FORMAT else None
 
 
-def write_plan(environ: Any, platforms: str | None, plan: dict[str, Any]) -> None:
+def write_plan(environ: Mapping[str, str], platforms: str | None, plan: dict[str, Any]) -> None:
     """File `plan` under this process's key, private and atomically; nothing where the cache is not writable or
     not this user's alone (_safe_io.write_private)."""
     from jax_rocm7_plugin._safe_io import write_private
@@ -228,9 +219,6 @@ def _in_a_job() -> bool:
         return True
 
 
-WARM_VARIABLE = "JAX_ROCM_WARM"  # "0": always the cold path, and no plan written
-
-
 def jax_platforms() -> str | None:
     """JAX_PLATFORMS as jax's config holds it (None where jax keeps it elsewhere)."""
     try:
@@ -243,7 +231,7 @@ def jax_platforms() -> str | None:
 
 def try_warm() -> bool:
     """The entry module's first step: True where the backend was registered from a plan that still holds."""
-    if os.environ.get(WARM_VARIABLE) == "0":
+    if not _environment.switch(_environment.WARM):  # off: always the cold path, and no plan written
         return False
     return register_from_plan(jax_platforms())
 
@@ -277,7 +265,7 @@ def register(plan: dict[str, Any]) -> None:
     for name, value in plan["set"]:
         os.environ.setdefault(name, value)
     for entry in plan["path_prepend"]:
-        parts = os.environ.get("PATH", "").split(os.pathsep)
+        parts = (_environment.read("PATH") or "").split(os.pathsep)
         if entry not in parts:
             os.environ["PATH"] = os.pathsep.join([entry, *filter(None, parts)])
     for path in plan["preload"]:
