@@ -34,6 +34,14 @@ def _real_amd_gpu() -> bool:
 _FOLDER_MARKERS = {"e2e": "slow", "hardware": "rocm"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--sweeps",
+        action="store_true",
+        help="also run the rest of each sweep (tests marked `sweep`); the suite runs one case per class of each",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).resolve().parent
     for item in items:
@@ -41,6 +49,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = _FOLDER_MARKERS.get(folder)
         if marker is not None:
             item.add_marker(marker)
+    if not config.getoption("--sweeps"):
+        # Deselected, not skipped: the suite keeps one case per class (and every case that once failed) and the
+        # rest runs with --sweeps (benchmarks/README.md, "Sweeps").
+        swept = [item for item in items if "sweep" in item.keywords]
+        if swept:
+            config.hook.pytest_deselected(items=swept)
+            items[:] = [item for item in items if "sweep" not in item.keywords]
     if _real_amd_gpu():
         return
     skip = pytest.mark.skip(reason="needs an AMD GPU with ROCm 7 (no usable KFD GPU on this machine)")
@@ -118,21 +133,38 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def standin_wheels(
     tmp_path_factory: pytest.TempPathFactory, standin_library: Path
 ) -> Callable[[str, str], dict[str, Path]]:
-    """Our pair built from the stand-in library for a release (and its pjrt .post1), once per release."""
+    """Our pair built from the stand-in library for a release, once per release (and xdist worker); `pjrt-post1`,
+    its pjrt .post1, only where a test asks for it (a 250 MB library compressed once more)."""
     from tests.support.wheels import build
 
-    built: dict[str, dict[str, Path]] = {}
+    built: dict[str, _Wheels] = {}
 
     def wheels_for(release: str, python: str) -> dict[str, Path]:
         if release not in built:
             out = tmp_path_factory.mktemp(f"dist-{release}")
             common = ("--skip-check", "--release", release, "--python-version", python)  # a CPU plugin: not ROCm
             pjrt, plugin = build(out, standin_library, *common)
-            (post1,) = build(out, standin_library, *common, "--only", "pjrt", "--post", "1")
-            built[release] = {"pjrt": pjrt, "plugin": plugin, "pjrt-post1": post1}
+            post1 = ("--only", "pjrt", "--post", "1")
+            built[release] = _Wheels(
+                {"pjrt": pjrt, "plugin": plugin}, lambda: build(out, standin_library, *common, *post1)[0]
+            )
         return built[release]
 
     return wheels_for
+
+
+class _Wheels(dict[str, Path]):
+    """Built wheels by name; "pjrt-post1" is built on first use."""
+
+    def __init__(self, wheels: dict[str, Path], post1: Callable[[], Path]) -> None:
+        super().__init__(wheels)
+        self._post1 = post1
+
+    def __missing__(self, name: str) -> Path:
+        if name != "pjrt-post1":
+            raise KeyError(name)
+        self[name] = self._post1()
+        return self[name]
 
 
 @pytest.fixture(scope="session")

@@ -35,15 +35,22 @@ COMBOS = [
     Combo("0.12.0", "3.12", "0.12.0.1"),
 ]
 JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
+# Each release's coordination-service calls are its jaxlib's: one combo per jaxlib runs in the suite. CPython 3.13
+# and jax 0.12.0.1 share jaxlib 0.12.0 with JAX_012 (tests/e2e/test_matrix.py runs jax on each): --sweeps.
+SWEPT = {Combo("0.12.0", "3.13", "0.12.0"), Combo("0.12.0", "3.12", "0.12.0.1")}
+PER_JAXLIB = [
+    pytest.param(
+        c, id=c.id, marks=[pytest.mark.xdist_group(f"e2e-{c.release}"), *([pytest.mark.sweep] if c in SWEPT else [])]
+    )
+    for c in COMBOS
+]
 
 
 def _job(python: Path, standin_library: Path, tmp_path: Path) -> Job:
     return Job(python, standin_library, tmp_path)
 
 
-@pytest.mark.parametrize(
-    "combo", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS]
-)
+@pytest.mark.parametrize("combo", PER_JAXLIB)
 def test_a_consistent_job_on_every_release(
     combo: Combo, e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path, build: Path
 ) -> None:
@@ -54,9 +61,7 @@ def test_a_consistent_job_on_every_release(
     assert report["verdict"] == "consistent" and report["findings"] == [] and report["reported"] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize(
-    "combo", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS]
-)
+@pytest.mark.parametrize("combo", PER_JAXLIB)
 def test_the_job_check_at_backend_start_on_every_release(
     combo: Combo, e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:

@@ -34,7 +34,9 @@ def wheels(
 ) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist-older")
     (older,) = build(out, standin_library, STANDIN, "--only", "pjrt", "--release", "0.10.1")
-    return {**standin_wheels(COMBO.release, COMBO.python), "pjrt-0.10.1": older}
+    wheels = standin_wheels(COMBO.release, COMBO.python)
+    wheels["pjrt-0.10.1"] = older
+    return wheels
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,15 @@ JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
 GROUP = pytest.mark.xdist_group("e2e-0.12.0")
 COMBOS = [pytest.param(JAX_0102, id=JAX_0102.id, marks=GROUP), pytest.param(JAX_012, id=JAX_012.id, marks=GROUP)]
 LAUNCHERS = ["srun", "mpirun"]
+SWEEP = pytest.mark.sweep
+# A task missing from the start waits out the whole --timeout: one case per launcher (each release once) runs in the
+# suite, the other two with --sweeps.
+EXITS_EARLY = [
+    pytest.param("srun", JAX_012, id=f"srun-{JAX_012.id}", marks=GROUP),
+    pytest.param("mpirun", JAX_0102, id=f"mpirun-{JAX_0102.id}", marks=GROUP),
+    pytest.param("srun", JAX_0102, id=f"srun-{JAX_0102.id}", marks=(GROUP, SWEEP)),
+    pytest.param("mpirun", JAX_012, id=f"mpirun-{JAX_012.id}", marks=(GROUP, SWEEP)),
+]
 
 
 def _unavailable(error: LauncherMissing) -> None:
@@ -171,8 +180,7 @@ def test_a_task_on_another_machine_is_named(
     assert arch["processes"] == [2] and arch["hosts"] == ["node-0"]
 
 
-@pytest.mark.parametrize("combo", COMBOS)
-@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize(("launcher", "combo"), EXITS_EARLY)
 def test_a_task_that_exits_before_joining_is_named_in_time(
     launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
 ) -> None:
@@ -186,7 +194,11 @@ def test_a_task_that_exits_before_joining_is_named_in_time(
     assert report["joined"] == 3
 
 
-@pytest.mark.parametrize("combo", COMBOS)
+# jax 0.10.2 is the release where this case once failed under load (below); 0.12.0 runs with --sweeps.
+@pytest.mark.parametrize(
+    "combo",
+    [pytest.param(JAX_0102, id=JAX_0102.id, marks=GROUP), pytest.param(JAX_012, id=JAX_012.id, marks=(GROUP, SWEEP))],
+)
 def test_a_task_killed_after_joining_is_named(
     combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
 ) -> None:
@@ -239,20 +251,35 @@ def test_by_default_open_mpi_names_a_killed_rank_itself(launch: Callable[[str, C
     assert "rank 1" in outcome.stderr and "signal 9" in outcome.stderr, outcome.stderr[-2000:]
 
 
+# The README's bound for a process stopped in `--deep` (jax_rocm7_plugin/_cluster/README.md, "When a process
+# stops, dies or is interrupted"): every live process has ended by min(S + G, H) + 5 s after the stop, where S is
+# --step-timeout, G = 5 s + 5 S and H = T + 30 s.
+STOP_STEP_TIMEOUT = 5.0
+STOPPED_BOUND = min(STOP_STEP_TIMEOUT + (5 + 5 * STOP_STEP_TIMEOUT), TIMEOUT + 30) + 5
+
+
 @GROUP
 def test_a_task_stopped_mid_collective_is_named_under_srun(launch: Callable[[str, Combo], Launch], build: Path) -> None:
     """Issue 33 under the real launcher: task 2 frozen whole (its preflight and courier) inside a collective of
-    `cluster --deep`; process 0 names it and its host, the others exit with process 0's code by the README's
-    bound, before the node is fenced (the fixture kills the frozen task 40 s after the stop)."""
+    `cluster --deep`; process 0 names it and its host, and every other task exits with process 0's code (1)
+    within the README's bound after the stop, while task 2 is still frozen (the fixture fences it only once the
+    others have ended)."""
     job = launch("srun", JAX_0102)
-    deep = ("--deep", "--platform", "cpu", "--sizes", "8", "--step-timeout", "5", "--verbose")
-    outcome = job.run(job.machines(build), TIMEOUT + 120, *deep, TASK_STOP_AT="2:deep step all-gather/8:40")
-    assert outcome.returncode not in (0, None), outcome.stderr[-3000:]
+    results = job.tmp / "task-results"
+    results.mkdir()
+    deep = ("--deep", "--platform", "cpu", "--sizes", "8", "--step-timeout", f"{STOP_STEP_TIMEOUT:g}", "--verbose")
+    fence = f"{3 * STOPPED_BOUND:g}"  # a fence that waits past the bound cannot hide a task that overran it
+    stop = f"2:deep step all-gather/8:{fence}"
+    outcome = job.run(job.machines(build), TIMEOUT + 180, *deep, TASK_STOP_AT=stop, TASK_RESULTS=str(results))
+    assert outcome.returncode not in (0, None), outcome.stderr[-3000:]  # the fenced task's SIGKILL
     report = report_in(outcome)
     hung = by_id(report)["cluster-collective-hung"]
     assert hung["processes"] == [2] and hung["hosts"] == ["node-0"], report["findings"]
-    # Every live task said its part well before the fence: process 0's report, the others' exit with its code.
-    assert report["elapsed_s"] < 40, report["elapsed_s"]
+    stopped = float((results / "stopped").read_text())
+    ended = {int(p.stem): json.loads(p.read_text()) for p in results.glob("*.json")}
+    assert sorted(ended) == [0, 1, 3], ended  # the frozen task never ended by itself
+    assert {r["code"] for r in ended.values()} == {1}, ended
+    assert max(r["ended"] for r in ended.values()) - stopped <= STOPPED_BOUND, (stopped, ended)
 
 
 def job_results(folder: Path) -> dict[int, dict[str, Any]]:

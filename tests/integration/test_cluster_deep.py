@@ -20,7 +20,8 @@ from tests.support.netlab import NetLab
 from tests.support.snippets import clean_env
 
 
-@pytest.mark.parametrize("count", [2, 4, 6])
+# Two processes (one host) and six (three hosts, pairs between them) in the suite; four with --sweeps.
+@pytest.mark.parametrize("count", [2, pytest.param(4, marks=pytest.mark.sweep), 6])
 def test_a_healthy_job_measures_every_collective(tmp_path: Path, standin_library: Path, count: int) -> None:
     job = DeepJob(tmp_path, standin_library, count)
     results = job.run()

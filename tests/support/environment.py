@@ -67,9 +67,7 @@ def interpreter_for(combo: Combo) -> Path:
 
 def combo_venv(combo: Combo, directory: Path, plugin: Path, pjrt: Path) -> Path:
     """A venv of the combo's CPython with its jax/jaxlib and the given wheel pair."""
-    from tests.support.snippets import make_venv, pip
+    from tests.support.snippets import fast_venv
 
-    python = make_venv(directory, interpreter_for(combo))
     # Resolution through the plugin's metadata: its jax-rocm7-pjrt==X.Y.Z.* pin takes our local pjrt wheel.
-    pip(python, f"jax=={combo.jax}", f"jaxlib=={combo.release}", str(plugin), str(pjrt))
-    return python
+    return fast_venv(directory, interpreter_for(combo), f"jax=={combo.jax}", f"jaxlib=={combo.release}", plugin, pjrt)

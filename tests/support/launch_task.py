@@ -10,8 +10,10 @@ this rank to play another part:
   own cluster detection), say "joined", then die by SIGKILL (a crash right after joining);
 - TASK_STOP_AT=<rank>:<text>:<seconds>: run COMMAND as a child, pass its stderr on, and as soon as a line of it
   holds <text> (a phase its --verbose output names) stop the whole task with SIGSTOP (this process, COMMAND and
-  its courier: a node frozen), until <seconds> later a watcher kills them (the node fenced), so that the
-  launcher's step ends.
+  its courier: a node frozen) and note when in TASK_RESULTS/stopped; a watcher kills them (the node fenced) once
+  every other task has ended (TASK_RESULTS), or <seconds> later at the latest, so that the launcher's step ends.
+- TASK_RESULTS=<folder>: every other task runs COMMAND as a child and writes <folder>/<rank>.json with its exit
+  code and the time it ended (the launcher's own status is one number for the whole step).
 """
 
 from __future__ import annotations
@@ -49,21 +51,59 @@ def join_then_die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+# The fence, a process outside the stopped ones: waits until the other tasks' results are all there (or the
+# deadline), then kills the frozen task's process group and the task itself.
+_FENCE = """
+import os, signal, sys, time
+folder, others, deadline = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+group, task = int(sys.argv[4]), int(sys.argv[5])
+while time.time() < deadline:
+    if folder and sum(n.endswith(".json") for n in os.listdir(folder)) >= others:
+        break
+    time.sleep(0.1)
+os.killpg(group, signal.SIGKILL)
+os.kill(task, signal.SIGKILL)
+"""
+
+
+def tasks() -> int:
+    for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    raise SystemExit("launch_task.py: no task count from a launcher (SLURM_NTASKS, OMPI_COMM_WORLD_SIZE)")
+
+
 def stop_at(command: list[str], text: str, seconds: float) -> int:
     import subprocess
 
     child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert child.stderr is not None
+    results = os.environ.get("TASK_RESULTS", "")
     for line in child.stderr:
         sys.stderr.write(line)
         sys.stderr.flush()
         if text in line:
-            # The fence: a watcher outside the stopped processes kills them all later.
-            targets = f"kill -KILL -{child.pid} {os.getpid()}"
-            subprocess.Popen(["sh", "-c", f"sleep {seconds}; {targets}"], start_new_session=True)
+            if results:
+                with open(os.path.join(results, "stopped"), "w") as handle:
+                    handle.write(repr(time.time()))
+            fence = [results, str(tasks() - 1), repr(time.time() + seconds), str(child.pid), str(os.getpid())]
+            subprocess.Popen([sys.executable, "-c", _FENCE, *fence], start_new_session=True)
             os.killpg(child.pid, signal.SIGSTOP)
             os.kill(os.getpid(), signal.SIGSTOP)
     return child.wait()
+
+
+def run_and_record(command: list[str], folder: str, me: int) -> int:
+    """COMMAND as a child; its exit code (-N: killed by signal N) and end time in <folder>/<me>.json."""
+    import json
+    import subprocess
+
+    code = subprocess.run(command, check=False).returncode
+    path = os.path.join(folder, f"{me}.json")
+    with open(f"{path}.part", "w") as handle:
+        json.dump({"code": code, "ended": time.time()}, handle)
+    os.replace(f"{path}.part", path)  # the fence counts whole files only
+    return code if code >= 0 else 128 - code
 
 
 def main() -> None:
@@ -78,6 +118,8 @@ def main() -> None:
     stop = os.environ.get("TASK_STOP_AT", "").split(":", 2)
     if stop[0] == str(me):
         sys.exit(stop_at(command, stop[1], float(stop[2])))
+    if os.environ.get("TASK_RESULTS"):
+        sys.exit(run_and_record(command, os.environ["TASK_RESULTS"], me))
     os.execv(command[0], command)
 
 

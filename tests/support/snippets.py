@@ -30,6 +30,24 @@ def make_venv(path: Path, interpreter: Path | None = None) -> Path:
     return path / "bin" / "python"
 
 
+def fast_venv(path: Path, interpreter: Path, *requirements: str | Path) -> Path:
+    """A fresh venv of `interpreter` with `requirements` installed by uv (pinned in requirements/test.txt): the
+    same wheels pip would resolve, linked from uv's cache and byte-compiled at install (~8 s, where pip takes
+    ~35 s for jax and jaxlib). pip is seeded into it for the tests that reinstall a wheel the way users do. The
+    install routes users take (pip, the jax extra) are tested with pip itself (tests/e2e/test_release.py)."""
+    import sys
+
+    uv = Path(sys.executable).parent / "uv"
+    for argv in (
+        [str(uv), "venv", "--quiet", "--seed", "--python", str(interpreter), str(path)],
+        [str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(path / "bin" / "python"),
+         *map(str, requirements)],
+    ):  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "VIRTUAL_ENV": ""})
+        assert done.returncode == 0, done.stdout + done.stderr
+    return path / "bin" / "python"
+
+
 def _runs_as(candidate: str, version: str) -> bool:
     try:
         done = subprocess.run(

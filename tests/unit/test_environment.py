@@ -37,9 +37,12 @@ def bypassing_reads(source: str) -> list[str]:
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environment(node.value):
             if not isinstance(node.slice, ast.Slice):
                 found.append(f"{node.lineno}: {ast.unparse(node)}")
-        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-            if any(_is_environment(c) for c in node.comparators):
-                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif (
+            isinstance(node, ast.Compare)
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            and any(_is_environment(c) for c in node.comparators)
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
     return found
 
 
