@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     from jax_rocm7_plugin._doctor.report import render_json
     from jax_rocm7_plugin._settings import read_settings
 
-    if args.sysroot is not None and not args.sysroot.is_dir():
-        parser.error(f"--sysroot {args.sysroot}: not a directory")
+    if (problem := bad_paths(args)) is not None:
+        parser.error(problem)
     # --sysroot and --library replace their variables, so those values (good or bad) no longer matter.
     settings = read_settings(os.environ, sysroot=args.sysroot, library=args.library)
     if args.binary:
@@ -150,8 +150,8 @@ def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentPars
 def _report(args: argparse.Namespace, command: tuple[str, ...], parser: argparse.ArgumentParser) -> int:
     from jax_rocm7_plugin._report.bundle import Options, run
 
-    if args.sysroot is not None and not args.sysroot.is_dir():
-        parser.error(f"--sysroot {args.sysroot}: not a directory")
+    if (problem := bad_paths(args)) is not None:
+        parser.error(problem)
     options = Options(args.output, args.force, args.timeout, args.max_mb, command, args.sysroot, args.library)
     return run(options, os.environ, sys.stdout, sys.stderr)
 
@@ -192,6 +192,17 @@ def _id_list(text: str) -> tuple[int, ...]:
     return tuple(_non_negative_int(part) for part in text.split(","))
 
 
+def bad_paths(args: argparse.Namespace) -> str | None:
+    """The usage error of a --sysroot or --library that names nothing usable, the same for every command (exit 2),
+    or None."""
+    sysroot, library = getattr(args, "sysroot", None), getattr(args, "library", None)
+    if sysroot is not None and not sysroot.is_dir():
+        return f"--sysroot {sysroot}: {'not a directory' if sysroot.exists() else 'does not exist'}"
+    if library is not None and not library.is_file():
+        return f"--library {library}: {'not a regular file' if library.exists() else 'does not exist'}"
+    return None
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     from jax_rocm7_plugin._cluster.collectives import parse_sizes
 
@@ -204,8 +215,8 @@ def _sizes(text: str) -> tuple[int, ...]:
 def _cluster(args: argparse.Namespace) -> int:
     from jax_rocm7_plugin._cluster.preflight import Options, run
 
-    if args.sysroot is not None and not args.sysroot.is_dir():
-        sys.stderr.write(f"python -m {__package__} cluster: error: --sysroot {args.sysroot}: not a directory\n")
+    if (problem := bad_paths(args)) is not None:
+        sys.stderr.write(f"python -m {__package__} cluster: error: {problem}\n")
         return 2
     options = Options(
         coordinator=args.coordinator_address,

@@ -269,14 +269,15 @@ def pjrt_wheel_missing(evidence: tuple[str, ...]) -> Finding:
     )
 
 
-def pjrt_library_invalid(summary: str, evidence: tuple[str, ...]) -> Finding:
-    return Finding(
-        "pjrt-library-invalid",
-        "error",
-        summary,
-        f"point JAX_ROCM_PJRT_LIBRARY at a PJRT plugin .so, or unset it and reinstall the library: {_REINSTALL_PJRT}",
-        evidence,
-    )
+def pjrt_library_invalid(summary: str, evidence: tuple[str, ...], named_by: str | None = None) -> Finding:
+    """`named_by`: how the user gave the library (JAX_ROCM_PJRT_LIBRARY, or the CLI's --library); None: the
+    installed wheel's."""
+    if named_by is not None and named_by.startswith("--"):
+        fix = f"give {named_by} the path of a PJRT plugin .so (or leave it out to examine the installed library)"
+    else:
+        fix = "point JAX_ROCM_PJRT_LIBRARY at a PJRT plugin .so, or unset it and reinstall the library: "
+        fix += _REINSTALL_PJRT
+    return Finding("pjrt-library-invalid", "error", summary, fix, evidence)
 
 
 def library_dependency_missing(summary: str, evidence: tuple[str, ...], fix: str | None = None) -> Finding:

@@ -157,7 +157,9 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     facts.step = "library"
     kept: dict[Path, Verdict] = {}  # the verdict read here, handed to the load step (one read)
     known_good = None if thorough or not load else _known_good(settings, kept)
-    choice = locate_library(settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest, known_good)
+    choice = locate_library(
+        settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest, known_good, settings.library_named_by
+    )
     if isinstance(choice, Finding):
         yield choice
     else:

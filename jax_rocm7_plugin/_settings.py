@@ -81,6 +81,7 @@ class Settings(NamedTuple):
 
     sysroot: Path  # machine files are read under it ("/" unless JAX_ROCM_SYSROOT or --sysroot)
     pjrt_library: Path | None = None  # JAX_ROCM_PJRT_LIBRARY, when usable (absolute)
+    library_named_by: str = PJRT_LIBRARY  # what the user gave the library with: the variable, or "--library"
     rocm_path: str | None = None  # ROCM_PATH as given (a machine path; may be bad, see path_findings)
     ld_library_path: tuple[str, ...] = ()  # absolute entries only: ld.so reads others against the cwd
     devices: DeviceSelection = DeviceSelection()
@@ -117,8 +118,9 @@ def read_settings(
     """The one read of the environment. `sysroot` (the doctor's --sysroot) replaces JAX_ROCM_SYSROOT;
     `platforms` (jax's own setting, which the loader reads from jax) replaces JAX_PLATFORMS; `library` (the
     CLI's --library) replaces JAX_ROCM_PJRT_LIBRARY, made absolute as the variable must be."""
+    named_by = PJRT_LIBRARY
     if library is not None:
-        environ = {**environ, PJRT_LIBRARY: str(library.absolute())}
+        environ, named_by = {**environ, PJRT_LIBRARY: str(library.absolute())}, "--library"
     found: list[Finding] = []
     bad_root = None
     if sysroot is None:
@@ -145,6 +147,7 @@ def read_settings(
     return Settings(
         sysroot=sysroot,
         pjrt_library=Path(library) if library is not None and library.startswith("/") else None,
+        library_named_by=named_by,
         rocm_path=rocm_path,
         ld_library_path=tuple(p for p in (read("LD_LIBRARY_PATH", environ) or "").split(":") if p.startswith("/")),
         devices=device_selection(environ),

@@ -365,13 +365,15 @@ def withdrawn_by_first_jit(finding: Finding) -> Finding:
 
 
 def _merge_same_ids(found: list[Finding]) -> list[Finding]:
-    """One finding per id (per entry, for known issues): evidence of later duplicates (from the deep probe)
-    joins the first."""
-    merged: dict[tuple[str, str | None], Finding] = {}
+    """The same finding found twice (the plain pipeline, then the deep probe: same id, entry and summary) is said
+    once, with the evidence of both; findings that share an id but say different things stay apart."""
+    merged: dict[tuple[str, str | None, str], Finding] = {}
     for finding in found:
-        first = merged.get(finding.key)
+        key = (*finding.key, finding.summary)
+        first = merged.get(key)
         if first is None:
-            merged[finding.key] = finding
+            merged[key] = finding
         else:
-            merged[finding.key] = first._replace(evidence=first.evidence + finding.evidence)
+            extra = tuple(line for line in finding.evidence if line not in first.evidence)
+            merged[key] = first._replace(evidence=first.evidence + extra)
     return list(merged.values())

@@ -40,8 +40,10 @@ def locate_library(
     runfiles_dir: str | None = None,
     runfiles_manifest: str | None = None,
     known_good: Callable[[Path], bool] | None = None,
+    named_by: str = LIBRARY_ENV,
 ) -> LibraryChoice | Finding:
-    """`explicit`: JAX_ROCM_PJRT_LIBRARY (absolute); the runfiles variables come from a `bazel run`.
+    """`explicit`: JAX_ROCM_PJRT_LIBRARY (absolute), or the CLI's --library (`named_by` says which, so that a
+    problem names what the user gave); the runfiles variables come from a `bazel run`.
 
     `known_good(path)`: True when a load test has already shown this very file to be a working PJRT
     plugin; its dynamic section is then not read (`dynamic` stays None).
@@ -50,8 +52,9 @@ def locate_library(
         path = explicit
         if not path.is_file():
             what = "does not exist" if not path.exists() else "is not a regular file"
-            return catalog.pjrt_library_invalid(f"{LIBRARY_ENV}={explicit} {what}", (f"{LIBRARY_ENV}={explicit}",))
-        return _checked(LibraryChoice(path.resolve(), LIBRARY_ENV, None), known_good)
+            given = _given(named_by, explicit)
+            return catalog.pjrt_library_invalid(f"{given} {what}", (given,), named_by=named_by)
+        return _checked(LibraryChoice(path.resolve(), named_by, None), known_good)
 
     from_wheel = _from_pjrt_wheel(known_good) if importlib.util.find_spec(PJRT_PACKAGE) is not None else None
     if isinstance(from_wheel, LibraryChoice):
@@ -63,6 +66,11 @@ def locate_library(
     if from_wheel is not None:
         return from_wheel
     return catalog.pjrt_wheel_missing((f"no module {PJRT_PACKAGE}", f"{LIBRARY_ENV} is not set"))
+
+
+def _given(named_by: str, path: Path) -> str:
+    """How the user gave the library: `--library PATH` or `JAX_ROCM_PJRT_LIBRARY=PATH`."""
+    return f"{named_by} {path}" if named_by.startswith("--") else f"{named_by}={path}"
 
 
 def _from_pjrt_wheel(known_good: Callable[[Path], bool] | None) -> LibraryChoice | Finding:
@@ -89,19 +97,22 @@ def _checked(choice: LibraryChoice, known_good: Callable[[Path], bool] | None) -
 
     problem = shared_object_problem(choice.path)
     if problem is not None:
-        return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",))
+        return catalog.pjrt_library_invalid(problem, (f"library chosen from {choice.source}",), choice.source)
     from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
     try:
         dynamic = read_dynamic(choice.path)
     except (ElfError, OSError) as error:
         return catalog.pjrt_library_invalid(
-            f"{choice.path} is not a readable ELF object: {error}", (f"library chosen from {choice.source}",)
+            f"{choice.path} is not a readable ELF object: {error}",
+            (f"library chosen from {choice.source}",),
+            choice.source,
         )
     if PJRT_ENTRY_SYMBOL not in dynamic.exports:
         return catalog.pjrt_library_invalid(
             f"{choice.path} is not a PJRT plugin: it exports no {PJRT_ENTRY_SYMBOL}",
             (f"exports: {', '.join(dynamic.exports[:8]) or 'none'}", f"library chosen from {choice.source}"),
+            choice.source,
         )
     return choice._replace(dynamic=dynamic)
 

@@ -51,6 +51,13 @@ class RocmInstall(NamedTuple):
         majors.reverse()
         return majors[0] if majors else None
 
+    def version_said(self) -> str:
+        """The version as far as it is known: the full one, else the major its HIP runtime's soname gives ("5",
+        for Debian's libamdhip64.so.5), else "of unknown version"."""
+        if self.version:
+            return self.version
+        return str(self.major) if self.major is not None else "of unknown version"
+
     def describe(self) -> str:
         names = ", ".join(p.name for p in self.hip_runtimes)
         version = f"version {self.version}" if self.version else f"HIP runtime {names}" if names else "no HIP runtime"
@@ -149,7 +156,7 @@ def rocm_findings(installs: list[RocmInstall], rocm_path: str | None) -> list[Fi
         ]
     if any(install.major == ROCM_MAJOR for install in installs):
         return []
-    found = ", ".join(f"ROCm {i.version or '?'} at {i.location}" for i in installs[:3])
+    found = ", ".join(f"ROCm {i.version_said()} at {i.location}" for i in installs[:3])
     return [catalog.rocm_major_mismatch(tuple(install.describe() for install in installs), found)]
 
 

@@ -40,7 +40,7 @@ def test_healthy_machine_with_explicit_library(tmp_path: Path, standin_library: 
             "apu": False,
         }
     ]
-    assert report["library"]["source"] == "JAX_ROCM_PJRT_LIBRARY"
+    assert report["library"]["source"] == "--library"  # what the user gave it with
 
 
 def test_no_driver_text_report(tmp_path: Path) -> None:
@@ -60,6 +60,9 @@ def test_sysroot_from_environment(tmp_path: Path, standin_library: Path) -> None
 
 def test_usage_error(tmp_path: Path) -> None:
     done = doctor("--sysroot", str(tmp_path / "missing"))
+    assert done.returncode == 2 and f"--sysroot {tmp_path / 'missing'}: does not exist" in done.stderr
+    (tmp_path / "file").write_text("")
+    done = doctor("--sysroot", str(tmp_path / "file"))
     assert done.returncode == 2 and "not a directory" in done.stderr
 
 

@@ -129,10 +129,11 @@ def test_a_plan_whose_world_changed_is_never_used(machine: Machine, change: str)
     assert "(the plan of the last start)" not in log
 
 
-def test_no_plan_with_the_warm_path_turned_off(machine: Machine) -> None:
-    machine.start(JAX_ROCM_WARM="0")
+@pytest.mark.parametrize("off", ["0", "false", "Off"])
+def test_no_plan_with_the_warm_path_turned_off(machine: Machine, off: str) -> None:
+    machine.start(JAX_ROCM_WARM=off)  # any of the usual words (_environment.FALSE_WORDS)
     assert machine.plans() == []
-    again, _ = machine.start(JAX_ROCM_WARM="0")
+    again, _ = machine.start(JAX_ROCM_WARM=off)
     assert not warm(again)
 
 

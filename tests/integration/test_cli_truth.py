@@ -1,0 +1,80 @@
+"""What the CLI says is true and names what the user gave (issue 45): a --library that names nothing usable is a
+usage error like a --sysroot (exit 2, the flag in the sentence), a library given with --library is blamed on
+--library, a misspelt JAX_ROCM_* variable is named with the one it meant, a ROCm whose version file is missing is
+named by the major its HIP runtime says, and distinct findings that share an id are not merged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.diagnose import _merge_same_ids
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.rocm_install import RocmInstall, rocm_findings
+from tests.support.environment import REPO
+from tests.support.snippets import clean_env
+from tests.support.sysroots import make_sysroot
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jax_rocm7_plugin", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=clean_env(**env),
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("command", ["doctor", "report", "cluster"])
+def test_a_library_path_that_names_nothing_is_a_usage_error_naming_the_flag(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.so"
+    extra = ["--output", str(tmp_path / "r.tar.gz")] if command == "report" else []
+    done = run(command, *extra, "--library", str(missing))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert f"--library {missing}: does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r.tar.gz").exists()
+
+
+def test_a_library_given_with_the_flag_is_blamed_on_the_flag(tmp_path: Path) -> None:
+    not_a_library = tmp_path / "notes.so"
+    not_a_library.write_text("not an ELF file\n")
+    done = run(
+        "doctor", "--json", "--sysroot", str(make_sysroot(tmp_path / "machine")), "--library", str(not_a_library)
+    )
+    found = {f["id"]: f for f in json.loads(done.stdout)["findings"]}
+    invalid = found["pjrt-library-invalid"]
+    assert "--library" in invalid["fix"] and "JAX_ROCM_PJRT_LIBRARY" not in invalid["fix"] + invalid["summary"]
+    assert "library chosen from --library" in invalid["evidence"]
+
+
+def test_a_misspelt_plugin_variable_is_named_with_the_one_it_meant(tmp_path: Path) -> None:
+    done = run("doctor", "--json", "--sysroot", str(tmp_path), JAX_ROCM_WARMM="0", JAX_ROCM_HANG_ACTION="kill")
+    invalid = [f for f in json.loads(done.stdout)["findings"] if f["id"] == "environment-variable-invalid"]
+    said = {f["summary"].split("=", 1)[0]: f for f in invalid}
+    assert "did you mean JAX_ROCM_WARM?" in said["JAX_ROCM_WARMM"]["summary"]
+    assert said["JAX_ROCM_WARMM"]["fix"] == "spell it JAX_ROCM_WARM"
+    assert "report, exit" in said["JAX_ROCM_HANG_ACTION"]["fix"]
+
+
+def test_a_rocm_without_a_version_file_is_named_by_its_runtime_major(tmp_path: Path) -> None:
+    debian = RocmInstall("/usr/lib/x86_64-linux-gnu", "loader path", None, (Path("/x/libamdhip64.so.5"),))
+    (finding,) = rocm_findings([debian], None)
+    assert "ROCm 5 at /usr/lib/x86_64-linux-gnu" in finding.summary and "?" not in finding.summary
+    unknown = RocmInstall("/opt/odd", "ROCM_PATH", None, ())
+    (finding,) = rocm_findings([unknown], None)
+    assert "ROCm of unknown version at /opt/odd" in finding.summary
+
+
+def test_findings_that_share_an_id_but_say_different_things_stay_apart() -> None:
+    eight = Finding("extension-module-unavailable", "warning", "8 in this wheel, 0 would load", "fix", ("a",))
+    one = Finding("extension-module-unavailable", "warning", "1 extension module(s) cannot load", "fix", ("b",))
+    again = eight._replace(evidence=("a", "c"))
+    merged = _merge_same_ids([eight, one, again])
+    assert [f.summary for f in merged] == [eight.summary, one.summary]
+    assert merged[0].evidence == ("a", "c")  # the same finding found twice: said once, its evidence joined
