@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -170,23 +170,71 @@ class CommandRun(NamedTuple):
         assert self.returncode is not None
         return _signal_name(self.returncode) if self.returncode < 0 else f"exit status {self.returncode}"
 
+    @property
+    def exit_status(self) -> int:
+        """The status a shell would give for how it ended: its own; 128 + N for signal N; 124 stopped at the
+        limit (as timeout(1)); 127 not found, 126 found but not runnable."""
+        if self.start_error is not None:
+            return 127 if "No such file" in self.start_error else 126
+        if self.timed_out is not None:
+            return 124
+        assert self.returncode is not None
+        return 128 - self.returncode if self.returncode < 0 else self.returncode
+
+    @property
+    def said(self) -> str:
+        """How it ended, for the terminal: "exited with status 3", "could not start: ...", "was stopped at the 1 s
+        limit", "was killed by SIGSEGV"."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out is not None:
+            return f"was stopped at the {self.timed_out:g} s limit (it and its process group were killed)"
+        assert self.returncode is not None
+        return (
+            f"was killed by {_signal_name(self.returncode)}"
+            if self.returncode < 0
+            else (f"exited with status {self.returncode}")
+        )
+
 
 def run_command(
-    argv: Sequence[str], *, env: dict[str, str], timeout: float, output_dir: Path, tail_bytes: int
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    timeout: float,
+    output_dir: Path,
+    tail_bytes: int,
+    echo: tuple[BinaryIO, BinaryIO] | None = None,
 ) -> CommandRun:
-    """Run `argv` in its own session under `timeout` seconds; its output goes to files in `output_dir`
-    (no pipe to fill, no memory held), of which the last `tail_bytes` of each are returned."""
+    """Run `argv` in its own session under `timeout` seconds; its output goes to files in `output_dir` (nothing
+    held in memory), of which the last `tail_bytes` of each are returned. `echo`: also pass its stdout and stderr
+    through to these streams as they come (a thread per stream drains its pipe, so the command never blocks on
+    a full one)."""
+    import threading
     import time
 
     stdout_path, stderr_path = output_dir / "stdout", output_dir / "stderr"
     start = time.monotonic()
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        target = (subprocess.PIPE, subprocess.PIPE) if echo is not None else (stdout, stderr)
         try:
             process = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env, start_new_session=True
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=target[0],
+                stderr=target[1],
+                env=env,
+                start_new_session=True,
             )
         except OSError as error:
             return CommandRun(None, 0.0, start_error=str(error))
+        copiers = []
+        if echo is not None:
+            assert process.stdout is not None and process.stderr is not None
+            for pipe, file, terminal in ((process.stdout, stdout, echo[0]), (process.stderr, stderr, echo[1])):
+                copier = threading.Thread(target=_copy, args=(pipe, file, terminal), daemon=True)
+                copier.start()
+                copiers.append(copier)
         timed_out = None
         try:
             process.wait(timeout=timeout)
@@ -198,6 +246,8 @@ def run_command(
             _kill(process)
             process.wait()
             raise
+        for copier in copiers:  # the pipes close when the group is gone; a grandchild holding one is not waited for
+            copier.join(timeout=5)
     wall = time.monotonic() - start
     return CommandRun(
         None if timed_out is not None else process.returncode,
@@ -206,6 +256,21 @@ def run_command(
         _tail(stdout_path, tail_bytes),
         _tail(stderr_path, tail_bytes),
     )
+
+
+def _copy(pipe: BinaryIO, file: BinaryIO, terminal: BinaryIO) -> None:
+    """Everything from `pipe` into `file`, and to `terminal` while it takes it (a closed terminal stops only the
+    echo: the file still gets all of it)."""
+    echoing = True
+    for chunk in iter(lambda: pipe.read1(65536), b""):  # type: ignore[attr-defined]
+        file.write(chunk)
+        if echoing:
+            try:
+                terminal.write(chunk)
+                terminal.flush()
+            except (OSError, ValueError):
+                echoing = False
+    file.flush()
 
 
 def _tail(path: Path, size: int) -> bytes:

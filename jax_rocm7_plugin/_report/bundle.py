@@ -16,12 +16,13 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import tarfile
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
@@ -78,7 +79,22 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
     size = destination.stat().st_size
     err.write(f"report: {len(files) + 1} files in {time.monotonic() - started:.1f} s; nothing was uploaded\n")
     out.write(f"{destination} ({size / 1e6:.2f} MB)\n")
-    return 0
+    # The bundle is written either way; the exit status is the command's where it failed (a script or CI step
+    # that runs `report -- CMD` sees the failure it is reporting), else 0.
+    return int(manifest.get("command", {}).get("exit_status", 0))
+
+
+def _binary_streams(err: TextIO) -> tuple[BinaryIO, BinaryIO] | None:
+    """This process's stdout and stderr as bytes, to pass the command's output through (None where `err` is not
+    the real stderr: a caller capturing the report's own lines gets no echo either)."""
+    import sys
+
+    if err is not sys.stderr:
+        return None
+    try:
+        return sys.stdout.buffer, sys.stderr.buffer
+    except AttributeError:
+        return None
 
 
 def _destination(options: Options) -> Path:
@@ -144,8 +160,10 @@ def collect(
         "variables_listed": [name for name, _ in listed],
     }
     if options.command:
-        err.write(f"report: running {' '.join(options.command)} (up to {options.timeout:g} s) with XLA dumps\n")
-        command_files, command_info, dropped = _run_command(options, environ, work)
+        err.write(f"report: running {shlex.join(options.command)} (up to {options.timeout:g} s) with XLA dumps\n")
+        err.flush()
+        command_files, command_info, dropped = _run_command(options, environ, work, _binary_streams(err))
+        err.write(f"report: the command {command_info['said']}\n")
         files.update(command_files)
         manifest["command"] = command_info
         manifest["dumps_dropped"] = dropped
@@ -173,7 +191,7 @@ def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool]:
 
 
 def _run_command(
-    options: Options, environ: dict[str, str], work: Path
+    options: Options, environ: dict[str, str], work: Path, echo: tuple[BinaryIO, BinaryIO] | None
 ) -> tuple[dict[str, str | bytes], dict[str, Any], list[dict[str, Any]]]:
     from jax_rocm7_plugin._binary.child import run_command
 
@@ -183,10 +201,14 @@ def _run_command(
     env = {**environ, "XLA_FLAGS": f"{flags} --xla_dump_to={dumps} --xla_dump_hlo_as_text".strip()}
     output = work / "output"
     output.mkdir()
-    done = run_command(options.command, env=env, timeout=options.timeout, output_dir=output, tail_bytes=TAIL_BYTES)
+    done = run_command(
+        options.command, env=env, timeout=options.timeout, output_dir=output, tail_bytes=TAIL_BYTES, echo=echo
+    )
     info: dict[str, Any] = {
         "argv": list(options.command),
         "outcome": done.outcome,
+        "said": done.said,
+        "exit_status": done.exit_status,
         "returncode": done.returncode,
         "timed_out_after_seconds": done.timed_out,
         "wall_seconds": round(done.wall_seconds, 3),

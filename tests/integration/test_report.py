@@ -108,11 +108,33 @@ def test_planted_secrets_are_in_no_byte_of_the_bundle(bundled, tmp_path: Path) -
 def test_a_command_that_crashes_is_bundled_with_its_signal(tmp_path: Path, standin_library: Path) -> None:
     crash = "import os, signal; print('about to crash', flush=True); os.kill(os.getpid(), signal.SIGSEGV)"
     done = _report(tmp_path, tmp_path, None, "--output", "crash.tar.gz", "--", sys.executable, "-c", crash)
-    assert done.returncode == 0, done.stderr
+    # The bundle is written, the terminal says how the command ended, and report exits as a shell would (128 + 11).
+    assert done.returncode == 139, done.stderr
+    assert "report: the command was killed by SIGSEGV" in done.stderr
+    assert done.stdout.startswith("about to crash\n")  # its output passed through as it ran
     members = _members(tmp_path / "crash.tar.gz")
     outcome = json.loads(members["command/outcome.json"])
-    assert outcome["outcome"] == "SIGSEGV" and outcome["returncode"] == -11
+    assert outcome["outcome"] == "SIGSEGV" and outcome["returncode"] == -11 and outcome["exit_status"] == 139
     assert members["command/stdout-tail.txt"] == b"about to crash\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "said"),
+    [
+        (["-c", "import sys; print('partial'); sys.exit(3)"], 3, "the command exited with status 3"),
+        (None, 127, "the command could not start: [Errno 2] No such file or directory"),
+    ],
+    ids=["exits 3", "not found"],
+)
+def test_how_the_command_ended_is_said_and_is_the_exit_status(
+    tmp_path: Path, command: list[str] | None, status: int, said: str
+) -> None:
+    argv = [sys.executable, *command] if command else [str(tmp_path / "no-such-program")]
+    done = _report(tmp_path, tmp_path, None, "--output", "r.tar.gz", "--", *argv)
+    assert done.returncode == status, done.stderr
+    assert f"report: {said}" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "r.tar.gz").is_file() and f"{tmp_path / 'r.tar.gz'}" in done.stdout
+    assert json.loads(_members(tmp_path / "r.tar.gz")["command/outcome.json"])["exit_status"] == status
 
 
 def test_a_command_that_hangs_is_ended_with_its_process_group(tmp_path: Path) -> None:
@@ -125,7 +147,8 @@ def test_a_command_that_hangs_is_ended_with_its_process_group(tmp_path: Path) ->
     done = _report(
         tmp_path, tmp_path, None, "--output", "hang.tar.gz", "--timeout", "3", "--", sys.executable, "-c", hang
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 124, done.stderr  # as timeout(1) says "ran out of time"
+    assert "report: the command was stopped at the 3 s limit" in done.stderr
     outcome = json.loads(_members(tmp_path / "hang.tar.gz")["command/outcome.json"])
     assert outcome["outcome"] == "ran past the 3 s limit: killed with its process group"
     assert outcome["timed_out_after_seconds"] == 3 and outcome["returncode"] is None

@@ -37,13 +37,18 @@ def fast_venv(path: Path, interpreter: Path, *requirements: str | Path) -> Path:
     install routes users take (pip, the jax extra) are tested with pip itself (tests/e2e/test_release.py)."""
     import sys
 
+    from tests.support.environment import TEST_CACHE
+
     uv = Path(sys.executable).parent / "uv"
+    # One cache for every worker and session (uv's cache takes concurrent installs): not under XDG_CACHE_HOME,
+    # which the suite points at a fresh folder per process (tests/conftest.py).
+    environ = {**os.environ, "VIRTUAL_ENV": "", "UV_CACHE_DIR": str(TEST_CACHE / "uv")}
     for argv in (
         [str(uv), "venv", "--quiet", "--seed", "--python", str(interpreter), str(path)],
         [str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(path / "bin" / "python"),
          *map(str, requirements)],
     ):  # fmt: skip
-        done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "VIRTUAL_ENV": ""})
+        done = subprocess.run(argv, capture_output=True, text=True, env=environ)
         assert done.returncode == 0, done.stdout + done.stderr
     return path / "bin" / "python"
 
