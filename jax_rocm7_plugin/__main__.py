@@ -18,15 +18,20 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._settings import Settings
 
 
+# Said the same way in every command (and in the README's table).
+SYSROOT_HELP = "read /sys, /dev ... under DIR, another root (default: $JAX_ROCM_SYSROOT or /)"
+LIBRARY_HELP = "examine this PJRT library instead of the installed one"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {__package__}")
     commands = parser.add_subparsers(dest="command", required=True)
     doctor = commands.add_parser("doctor", help="say why this machine does or does not get RocmDevice")
     doctor.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    doctor.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
-    doctor.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+    doctor.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
+    doctor.add_argument("--library", type=Path, metavar="PATH", help=LIBRARY_HELP)
     doctor.add_argument(
-        "--deep", action="store_true", help="also start the HIP runtime in a child process and ask it for devices"
+        "--deep", action="store_true", help="also start the HIP runtime and run a first jit, each in a child"
     )
     doctor.add_argument("--verbose", action="store_true", help="every evidence line and every extension module")
     doctor.add_argument(
@@ -43,7 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     if arguments[:1] == ["report"] and "--" in arguments:  # report [options] -- COMMAND ...: the rest is theirs
         cut = arguments.index("--")
         arguments, command = arguments[:cut], tuple(arguments[cut + 1 :])
-    args = parser.parse_args(arguments)
+    args, extra = parser.parse_known_args(arguments)
+    if extra:
+        if args.command == "report" and not extra[0].startswith("-"):  # a command given without the separator
+            commands.choices["report"].error(
+                f"unrecognized arguments: {' '.join(extra)}; to run a command, put it after --: "
+                f"report [options] -- {' '.join(extra)}"
+            )
+        (commands.choices[args.command] if args.command else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command in ("cluster", "report"):  # long runs with children: Ctrl-C and SIGTERM end them, cleanly
         from jax_rocm7_plugin._interrupt import catch_interrupts
 
@@ -109,8 +121,8 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     cluster.add_argument("--timeout", type=_seconds, default=60.0, help="seconds for the whole preflight (default 60)")
     cluster.add_argument("--json", action="store_true", help="process 0 prints one JSON object")
     cluster.add_argument("--verbose", action="store_true", help="every process says what it does on stderr")
-    cluster.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
-    cluster.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+    cluster.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
+    cluster.add_argument("--library", type=Path, metavar="PATH", help=LIBRARY_HELP)
     deep = cluster.add_argument_group("--deep: the job's collectives, for real, after the comparison")
     deep.add_argument("--deep", action="store_true", help="start the backend in every process and run its collectives")
     deep.add_argument(
@@ -133,7 +145,8 @@ def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "[-- COMMAND ...]",
         description="Bundle the doctor's report, versions, machine files, the variables that steer JAX/XLA/ROCm "
         "and the GPU driver's kernel log; with -- COMMAND, run it once with XLA dumping HLO as text and keep its "
-        "outcome and output tails. Secrets are redacted; nothing is uploaded. Exit 0: written; 2: usage.",
+        "outcome and output tails. Secrets are redacted; nothing is uploaded. Exit: the command's status where it "
+        "failed (124 at --timeout, 127 not found, 128+N killed by signal N), else 0; 2: usage.",
     )
     report.add_argument(
         "--output", type=Path, metavar="FILE", help="the bundle (default: jax-rocm-report-HOST-TIME.tar.gz)"
@@ -143,8 +156,8 @@ def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentPars
     report.add_argument(
         "--max-mb", type=_megabytes, default=64.0, help="MB of XLA dumps kept, newest first (default 64)"
     )
-    report.add_argument("--sysroot", type=Path, help="read machine files under DIR (default: $JAX_ROCM_SYSROOT or /)")
-    report.add_argument("--library", type=Path, help="examine this PJRT library instead of the installed one")
+    report.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
+    report.add_argument("--library", type=Path, metavar="PATH", help=LIBRARY_HELP)
 
 
 def _report(args: argparse.Namespace, command: tuple[str, ...], parser: argparse.ArgumentParser) -> int:

@@ -62,7 +62,8 @@ def run(options: Options, environ: Mapping[str, str], out: TextIO, err: TextIO) 
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="jax-rocm-report-") as work:
             files, manifest, redactor = collect(options, dict(environ), Path(work), err)
-            _write_archive(partial, destination.name.removesuffix(".tar.gz"), files, manifest, redactor)
+            top = destination.name.removesuffix(".tar.gz").removesuffix(".tgz")
+            _write_archive(partial, top, files, manifest, redactor)
         _publish(partial, destination, force=options.force)
         published = True
     except UsageProblem as problem:
@@ -105,6 +106,8 @@ def _destination(options: Options) -> Path:
         destination = Path.cwd() / f"jax-rocm-report-{os.uname().nodename}-{stamp}.tar.gz"
     if destination.is_dir():
         raise UsageProblem(f"{destination} is a directory; give a file name (--output FILE.tar.gz)")
+    if not destination.name.endswith((".tar.gz", ".tgz")):
+        raise UsageProblem(f"{destination.name}: the bundle is a gzip-compressed tar; name it FILE.tar.gz")
     if destination.exists() and not options.force:
         raise UsageProblem(f"{destination} exists; use --force to replace it")
     return destination

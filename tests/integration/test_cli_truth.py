@@ -78,3 +78,26 @@ def test_findings_that_share_an_id_but_say_different_things_stay_apart() -> None
     merged = _merge_same_ids([eight, one, again])
     assert [f.summary for f in merged] == [eight.summary, one.summary]
     assert merged[0].evidence == ("a", "c")  # the same finding found twice: said once, its evidence joined
+
+
+def test_a_report_command_without_the_separator_is_told_to_put_it_after_it(tmp_path: Path) -> None:
+    done = run("report", "--output", str(tmp_path / "r.tar.gz"), "python3", "job.py")
+    assert done.returncode == 2 and "put it after --: report [options] -- python3 job.py" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bundle_named_as_another_format_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    done = run("report", "--output", str(tmp_path / "r.zip"), "--", sys.executable, "-c", "open('ran', 'w')")
+    assert done.returncode == 2 and "r.zip: the bundle is a gzip-compressed tar; name it FILE.tar.gz" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["doctor", "report", "cluster"])
+def test_help_names_the_placeholders_the_readme_does(command: str) -> None:
+    shown = run(command, "--help").stdout
+    readme = (REPO / "README.md").read_text()
+    assert "--sysroot DIR" in shown and "--library PATH" in shown and "--sysroot SYSROOT" not in shown
+    assert "`doctor --sysroot DIR`" in readme and "`doctor --library PATH`" in readme
+    if command == "doctor":  # the README's words for --deep, in its table
+        assert "also start the HIP runtime and run a first jit, each in a child" in " ".join(shown.split())
+        assert "| `doctor --deep` | also start the HIP runtime and run a first jit, each in a child |" in readme
