@@ -8,6 +8,8 @@ Exit status: 0 when jax will get the ROCm backend (cluster: every process consis
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -257,9 +259,22 @@ def doctor_script() -> int:
 
 
 def guarded(argv: list[str] | None = None) -> int:
-    """`main`, but a file of ours that cannot be imported (a damaged install) is one line and exit 1."""
+    """`main`, but a file of ours that cannot be imported (a damaged install) is one line and exit 1, and output
+    that cannot be written (a reader that went away, a full disk) is one line, never a traceback."""
     try:
-        return main(argv)
+        return _flushed(main(argv))
+    except BrokenPipeError:
+        # `doctor | head -1`: the reader has what it wanted. Point stdout at /dev/null so that the interpreter's
+        # own flush at exit does not raise again, and leave as a process killed by SIGPIPE would (128 + 13).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            raise
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"python -m {__package__}: cannot write the output: {error.strerror or error}\n")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as error:
         import traceback
 
@@ -279,6 +294,12 @@ def guarded(argv: list[str] | None = None) -> int:
         else:
             sys.stdout.write(f"jax will not get RocmDevice: {what}\n  fix: {fix} [{DAMAGED_INSTALL}]\n")
         return 1
+
+
+def _flushed(code: int) -> int:
+    """Flush stdout here, where a failed write is still ours to report (at exit it would be a traceback)."""
+    sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":

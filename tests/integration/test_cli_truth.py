@@ -101,3 +101,27 @@ def test_help_names_the_placeholders_the_readme_does(command: str) -> None:
     if command == "doctor":  # the README's words for --deep, in its table
         assert "also start the HIP runtime and run a first jit, each in a child" in " ".join(shown.split())
         assert "| `doctor --deep` | also start the HIP runtime and run a first jit, each in a child |" in readme
+
+
+def test_a_reader_that_went_away_is_no_traceback(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "jax_rocm7_plugin", "doctor", "--verbose", "--sysroot", str(tmp_path)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=clean_env())
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # `doctor | head -0`: nobody reads what it prints
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141 and "Traceback" not in stderr, stderr  # as if killed by SIGPIPE
+
+
+def test_a_full_disk_is_one_sentence(tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "jax_rocm7_plugin", "doctor", "--json", "--sysroot", str(tmp_path)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=clean_env(),
+            timeout=120,
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "python -m jax_rocm7_plugin: cannot write the output: No space left on device"
