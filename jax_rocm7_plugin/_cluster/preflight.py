@@ -24,6 +24,7 @@ from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, rende
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
@@ -301,6 +302,9 @@ class _Run:
             prerequisite = self._launcher_prerequisite()
             if prerequisite is not None:
                 return prerequisite
+            allocation = self._slurm_allocation_without_a_step()
+            if allocation is not None:
+                return allocation
             unset = [
                 name
                 for name, value in (
@@ -327,6 +331,18 @@ class _Run:
                 f"process id {process} is not within 0..{expected - 1} ({expected} processes)", USAGE_FIX
             )
         return None
+
+    def _slurm_allocation_without_a_step(self) -> ClusterFinding | None:
+        """An allocation's shell (salloc, or an sbatch script's own lines) has SLURM_JOB_ID but none of a task's
+        variables: jax detects Slurm only in the tasks srun starts, so the fix is srun, not the three options."""
+        job = _environment.read("SLURM_JOB_ID", self.environ)
+        if job is None or _environment.read("SLURM_PROCID", self.environ) is not None:
+            return None
+        return catalog.usage_invalid(
+            f"this shell is in Slurm job {job}'s allocation but not in a job step: jax detects a Slurm job only in "
+            "the tasks srun starts",
+            f"run it in every task: srun python -m {PLUGIN_PACKAGE} cluster (with the job's -N and --ntasks-per-node)",
+        )
 
     def _before_join(self) -> ClusterFinding | None:
         """What jaxlib would only crash or hang on: an address that does not resolve, a port already taken."""

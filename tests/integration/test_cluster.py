@@ -190,8 +190,13 @@ def test_a_coordinator_address_that_does_not_resolve_is_one_sentence(job: Job, t
             },
             "SLURM_NTASKS='four'",
         ),
+        # An allocation's shell (salloc): the job, no task. The fix is srun, not the three options.
+        (
+            {"SLURM_JOB_ID": "78", "SLURM_JOB_NODELIST": "node-[1-2]", "SLURM_NNODES": "2"},
+            "this shell is in Slurm job 78's allocation but not in a job step",
+        ),
     ],
-    ids=["no-launcher", "slurm-garbage"],
+    ids=["no-launcher", "slurm-garbage", "slurm-allocation-shell"],
 )
 def test_nothing_to_join_is_a_usage_error(job: Job, tmp_path: Path, variables: dict[str, str], expected: str) -> None:
     root = host_sysroot(tmp_path / "p", "node-0", gpus_with_ids(1))
@@ -201,6 +206,8 @@ def test_nothing_to_join_is_a_usage_error(job: Job, tmp_path: Path, variables: d
     assert report["verdict"] == "usage-error"
     (finding,) = report["findings"]
     assert finding["id"] == "cluster-usage-invalid" and expected in finding["summary"]
+    if "SLURM_NNODES" in variables:
+        assert finding["fix"].startswith("run it in every task: srun python -m jax_rocm7_plugin cluster")
 
 
 # What mpirun of Open MPI 5 (PRRTE) sets for a rank: no ORTE URI any more (jax-ml/jax#14576).
