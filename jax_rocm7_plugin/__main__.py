@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._settings import Settings
@@ -27,7 +27,7 @@ LIBRARY_HELP = "examine this PJRT library instead of the installed one"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {__package__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     doctor = commands.add_parser("doctor", help="say why this machine does or does not get RocmDevice")
     doctor.add_argument("--json", action="store_true", help="one JSON object on stdout")
     doctor.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments[:1] == ["report"] and "--" in arguments:  # report [options] -- COMMAND ...: the rest is theirs
         cut = arguments.index("--")
         arguments, command = arguments[:cut], tuple(arguments[cut + 1 :])
+    cluster_parser = commands.choices["cluster"]
+    assert isinstance(cluster_parser, _Parser)
+    cluster_parser.json_requested = arguments[:1] == ["cluster"] and "--json" in arguments
     args, extra = parser.parse_known_args(arguments)
     if extra:
         if args.command == "report" and not extra[0].startswith("-"):  # a command given without the separator
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
         catch_interrupts()
     if args.command == "cluster":
-        return _cluster(args)
+        return _cluster(args, cluster_parser)
     if args.command == "report":
         return _report(args, command, parser)
 
@@ -106,6 +109,28 @@ def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: a
     return 0 if ok else 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """Each command's parser: a usage error is one sentence and its fix (exit 2). `cluster --json`'s output may be
+    read by a program, so there it is the same JSON report as every other outcome (verdict "usage-error")."""
+
+    json_requested = False  # set on the cluster command's parser when --json was given
+
+    def error(self, message: str) -> NoReturn:
+        self.usage_error(message, f"see {self.prog} --help for each option's form")
+
+    def usage_error(self, message: str, fix: str) -> NoReturn:
+        if not self.json_requested:
+            self.print_usage(sys.stderr)
+            self.exit(2, f"{self.prog}: error: {message}\n  fix: {fix}\n")
+        from jax_rocm7_plugin._cluster.report import ClusterReport, render_json
+        from jax_rocm7_plugin._job import catalog
+
+        report = ClusterReport(None, (), (), (), (catalog.usage_invalid(message, fix),))
+        sys.stdout.write(render_json(report) + "\n")
+        sys.stdout.flush()
+        self.exit(2)
+
+
 def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cluster = commands.add_parser(
         "cluster",
@@ -120,7 +145,9 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     cluster.add_argument(
         "--local-device-ids", type=_id_list, metavar="0,1,...", help="GPUs (HIP indices) this process will use"
     )
-    cluster.add_argument("--timeout", type=_seconds, default=60.0, help="seconds for the whole preflight (default 60)")
+    cluster.add_argument(
+        "--timeout", type=_seconds, default=60.0, metavar="S", help="seconds for the whole preflight (default 60)"
+    )
     cluster.add_argument("--json", action="store_true", help="process 0 prints one JSON object")
     cluster.add_argument("--verbose", action="store_true", help="every process says what it does on stderr")
     cluster.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
@@ -136,7 +163,9 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     deep.add_argument(
         "--platform", choices=("rocm", "cpu"), default="rocm", help="the backend (cpu: gloo over the network)"
     )
-    deep.add_argument("--step-timeout", type=_seconds, default=60.0, help="seconds for each step (default 60)")
+    deep.add_argument(
+        "--step-timeout", type=_seconds, default=60.0, metavar="S", help="seconds for each step (default 60)"
+    )
 
 
 def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,9 +183,11 @@ def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--output", type=Path, metavar="FILE", help="the bundle (default: jax-rocm-report-HOST-TIME.tar.gz)"
     )
     report.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    report.add_argument("--timeout", type=_seconds, default=300.0, help="seconds COMMAND may run (default 300)")
     report.add_argument(
-        "--max-mb", type=_megabytes, default=64.0, help="MB of XLA dumps kept, newest first (default 64)"
+        "--timeout", type=_seconds, default=300.0, metavar="S", help="seconds COMMAND may run (default 300)"
+    )
+    report.add_argument(
+        "--max-mb", type=_megabytes, default=64.0, metavar="N", help="MB of XLA dumps kept, newest first (default 64)"
     )
     report.add_argument("--sysroot", type=Path, metavar="DIR", help=SYSROOT_HELP)
     report.add_argument("--library", type=Path, metavar="PATH", help=LIBRARY_HELP)
@@ -227,12 +258,26 @@ def _sizes(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _cluster(args: argparse.Namespace) -> int:
+def _cluster(args: argparse.Namespace, parser: _Parser) -> int:
+    """What the arguments alone can decide is decided here, before jax or the preflight is imported."""
+    if (problem := bad_paths(args)) is not None:
+        what = "a directory" if problem.startswith("--sysroot") else "a PJRT library file"
+        parser.usage_error(problem, f"give {problem.split()[0]} {what}, or leave it out")
+    if args.coordinator_address is not None:
+        host, _, port = args.coordinator_address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            parser.usage_error(
+                f"--coordinator-address {args.coordinator_address!r} is not HOST:PORT with a port from 1 to 65535",
+                "give process 0's host and a free port, e.g. --coordinator-address node-0:1234",
+            )
+    if args.num_processes is not None and args.process_id is not None and args.process_id >= args.num_processes:
+        parser.usage_error(
+            f"--process-id {args.process_id} is not within 0..{args.num_processes - 1} "
+            f"(--num-processes {args.num_processes})",
+            "number the processes from 0: give each its own --process-id below --num-processes",
+        )
     from jax_rocm7_plugin._cluster.preflight import Options, run
 
-    if (problem := bad_paths(args)) is not None:
-        sys.stderr.write(f"python -m {__package__} cluster: error: {problem}\n")
-        return 2
     options = Options(
         coordinator=args.coordinator_address,
         num_processes=args.num_processes,

@@ -79,7 +79,13 @@ FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 PROGRAMS_ABORT: frozenset[str] = frozenset({"math-library-gpu-unsupported"})
 SkewKind = Literal["jaxlib", "pjrt"]
 _REINSTALL_PJRT = f'pip install --force-reinstall "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"'
-_PIP_ROCM = f"{PLUGIN_DISTRIBUTION}[with-rocm]"  # the plugin with ROCm from pip
+# The plugin with ROCm from pip. PyPI has no ROCm 7: TheRock's `rocm` packages come from AMD's index of the
+# machine's GPU family (_policy/rocm_families.json, "per_family_index", with sources). The pipeline puts the
+# family of the GPUs in use where PIP_FAMILY stands (_pipeline._with_pip_family); elsewhere it stays for the
+# user to fill in, with the README's table of families.
+PIP_FAMILY = "<gpu-family>"
+PIP_ROCM_INDEX = f"https://repo.amd.com/rocm/whl/{PIP_FAMILY}/"
+_PIP_ROCM = f'--extra-index-url {PIP_ROCM_INDEX} "{PLUGIN_DISTRIBUTION}[with-rocm]"'
 _RUN_DOCTOR = f"`python -m {PLUGIN_PACKAGE} doctor`"
 
 
@@ -288,7 +294,7 @@ def library_dependency_missing(summary: str, evidence: tuple[str, ...], fix: str
         summary,
         fix
         or f"install {ROCM} (AMD's packages into /opt/rocm, or pip install "
-        f'"{_PIP_ROCM}") or add its lib directory to LD_LIBRARY_PATH',
+        f"{_PIP_ROCM}) or add its lib directory to LD_LIBRARY_PATH",
         evidence,
     )
 
@@ -371,7 +377,7 @@ def extension_module_unavailable(summary: str, evidence: tuple[str, ...]) -> Fin
         "warning",
         summary,
         f"install {ROCM}'s libraries (AMD's packages into /opt/rocm, or pip install "
-        f'"{_PIP_ROCM}") or add their directory to LD_LIBRARY_PATH',
+        f"{_PIP_ROCM}) or add their directory to LD_LIBRARY_PATH",
         evidence,
     )
 
@@ -413,7 +419,7 @@ def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None
             "warning",
             "ROCm from pip is in use but its device bitcode (ocml.bc) or ld.lld is missing, so XLA cannot compile "
             "kernels",
-            f'reinstall it: pip install --force-reinstall "{_PIP_ROCM}"',
+            f"reinstall it: pip install --force-reinstall {_PIP_ROCM}",
             evidence,
         )
     return Finding(
@@ -422,14 +428,14 @@ def device_bitcode_missing(evidence: tuple[str, ...], summary: str | None = None
         summary,
         fix
         or f"install {ROCM}'s device libraries and LLVM (AMD's packages: rocm-device-libs and rocm-llvm; or pip "
-        f'install "{_PIP_ROCM}"), or set HIP_DEVICE_LIB_PATH to an amdgcn/bitcode folder and put ld.lld on PATH',
+        f"install {_PIP_ROCM}), or set HIP_DEVICE_LIB_PATH to an amdgcn/bitcode folder and put ld.lld on PATH",
         evidence,
     )
 
 
 _INSTALL_ROCM = (
     f"install {ROCM}: AMD's packages (https://rocm.docs.amd.com, amdgpu-install --usecase=rocm) into /opt/rocm, "
-    f'or ROCm from pip: pip install "{_PIP_ROCM}"'
+    f"or ROCm from pip: pip install {_PIP_ROCM}"
 )
 
 
@@ -598,7 +604,7 @@ def apu_vram_carveout_small(summary: str, evidence: tuple[str, ...]) -> Finding:
 
 _FIRST_JIT_FIXES = {
     "toolchain-missing": f"install {ROCM}'s device libraries and LLVM (amdgcn/bitcode, llvm/bin/ld.lld: AMD's "
-    f'packages into /opt/rocm, or pip install "{_PIP_ROCM}"), or point HIP_DEVICE_LIB_PATH at amdgcn/bitcode',
+    f"packages into /opt/rocm, or pip install {_PIP_ROCM}), or point HIP_DEVICE_LIB_PATH at amdgcn/bitcode",
     "no-code-object": "use a library and kernels built for this GPU (`doctor --binary PATH` says which carry code "
     "for it)",
     "out-of-memory": "free the GPU (other processes), or let jax allocate as it goes: "

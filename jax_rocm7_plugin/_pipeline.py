@@ -136,7 +136,22 @@ def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load:
         yield from machine_findings(probed)
     if through_machine:
         return
-    yield from _after_machine(facts, thorough=thorough, load=load)
+    yield from _with_pip_family(_after_machine(facts, thorough=thorough, load=load), facts)
+
+
+def _with_pip_family(findings: Iterator[Finding], facts: Facts) -> Iterator[Finding]:
+    """A fix that offers ROCm from pip names AMD's index for the family of the GPUs in use, where they share one
+    (_policy/rocm_families.json); otherwise the placeholder stays, for the README's table of families."""
+    from jax_rocm7_plugin._findings import PIP_FAMILY
+
+    for finding in findings:
+        if PIP_FAMILY in finding.fix:
+            from jax_rocm7_plugin._policy.rocm_families import pip_family
+
+            family = pip_family([gfx for _, node in used_gpus(facts) if (gfx := node.gfx_target)])
+            if family is not None:
+                finding = finding._replace(fix=finding.fix.replace(PIP_FAMILY, family))
+        yield finding
 
 
 def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:

@@ -58,3 +58,13 @@ def install_command(gfx: str, version: str) -> str | None:
                 return None
             return str(index["command"]).format(family=family, gfx=gfx, version=release)
     return None
+
+
+def pip_family(gfx_targets: list[str]) -> str | None:
+    """The one family whose per-family index (the newest release line that has one) serves every GPU of
+    `gfx_targets`; None where they need different families or one the data does not know."""
+    newest = _data()["per_family_index"]["releases"].partition("-")[2] or "7.13"
+    families = {family_of(gfx, newest) for gfx in gfx_targets}
+    if len(families) != 1 or None in families:
+        return None
+    return families.pop()

@@ -6,6 +6,7 @@ named by the major its HIP runtime says, and distinct findings that share an id 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,61 @@ def test_a_full_disk_is_one_sentence(tmp_path: Path) -> None:
         )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip() == "python -m jax_rocm7_plugin: cannot write the output: No space left on device"
+
+
+def test_the_pip_route_names_amds_index_of_the_gpus_family(tmp_path: Path, build: Path) -> None:
+    """PyPI has no ROCm 7: wherever a fix offers ROCm from pip, it gives AMD's index, for the family of the GPUs in
+    use (gfx942 here: gfx94X-dcgpu), as _policy/rocm_families.json states it."""
+    from jax_rocm7_plugin._findings import PIP_FAMILY, PIP_ROCM_INDEX
+    from jax_rocm7_plugin._policy import rocm_families
+    from tests.support.sysroots import library_of
+
+    data = rocm_families._data()["per_family_index"]["command"]
+    assert PIP_ROCM_INDEX.replace(PIP_FAMILY, "{family}") in data
+    machine = make_sysroot(tmp_path / "machine")  # gfx942 GPUs, no ROCm: the library's HIP runtime is missing
+    done = run("doctor", "--json", "--sysroot", str(machine), "--library", str(library_of(build)))
+    fixes = [f["fix"] for f in json.loads(done.stdout)["findings"] if "with-rocm" in f["fix"]]
+    assert fixes, done.stdout
+    assert all("--extra-index-url https://repo.amd.com/rocm/whl/gfx94X-dcgpu/" in fix for fix in fixes), fixes
+    assert rocm_families.pip_family(["gfx942", "gfx90a"]) is None  # two families: the placeholder stays
+
+
+def test_the_readmes_families_are_the_datas() -> None:
+    from jax_rocm7_plugin._policy import rocm_families
+
+    readme = (REPO / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `gfx") and "GPUs" not in line]
+    named = {name for row in rows for name in re.findall(r"`(gfx[^`]+)`", row)}
+    known = {f["name"] for f in rocm_families._data()["families"]}
+    assert len(named) >= 10 and named <= known, named - known
+
+
+@pytest.mark.parametrize(
+    ("arguments", "summary", "fix"),
+    [
+        (["--num-processes", "2", "--process-id", "5"], "--process-id 5 is not within 0..1", "number the processes"),
+        (["--process-id", "x"], "argument --process-id: 'x' is not a non-negative integer", "cluster --help"),
+        (["--library", "/nonexistent/lib.so"], "--library /nonexistent/lib.so: does not exist", "give --library"),
+        (["--coordinator-address", "node-0"], "'node-0' is not HOST:PORT", "--coordinator-address node-0:1234"),
+    ],
+    ids=["process id out of range", "not a number", "no such library", "no port"],
+)
+def test_cluster_usage_errors_are_decided_by_the_arguments_and_answered_in_json(
+    tmp_path: Path, arguments: list[str], summary: str, fix: str
+) -> None:
+    # A jax that cannot be imported: the arguments alone decide these, before any courier starts jax.
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text("raise RuntimeError('jax was imported')\n")
+    done = run("cluster", "--json", *arguments, PYTHONPATH=f"{tmp_path}:{REPO}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    (finding,) = report["findings"]
+    assert report["verdict"] == "usage-error" and finding["id"] == "cluster-usage-invalid"
+    assert summary in finding["summary"] and fix in finding["fix"], finding
+    text = run("cluster", *arguments, PYTHONPATH=f"{tmp_path}:{REPO}")  # without --json: one sentence, its fix
+    assert (
+        text.returncode == 2
+        and text.stdout == ""
+        and summary in text.stderr
+        and f"fix: {finding['fix']}" in text.stderr
+    )
