@@ -161,15 +161,18 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
         if failed:
             processes, hosts = concerns(failed)
             first = outcomes[failed[0]].get("error")
+            # The cause is said once: in the summary for the processes that share it, in the evidence for the others.
+            others = [p for p in failed if outcomes[p].get("error") != first]
+            sharing = [p for p in failed if p not in others]
             findings.append(
                 catalog.mismatch(
                     "cluster-deep-failed",
                     "error",
-                    f"{name} failed in {processes_phrase(failed)} on {hosts_phrase(hosts)}: {first}",
+                    f"{name} failed in {processes_phrase(sharing)} on {hosts_phrase(hosts)}: {first}",
                     f"run `python -m {PLUGIN_PACKAGE} doctor --deep` on the hosts named",
                     processes,
                     hosts,
-                    tuple(f"process {p}: {outcomes[p].get('error')}" for p in failed[:16]),
+                    tuple(f"process {p}: {outcomes[p].get('error')}" for p in others[:16]),
                 )
             )
         if name == "local-work":
@@ -293,8 +296,11 @@ def table_lines(figures: tuple[Figure, ...]) -> list[str]:
     lines = [f"  {'op':<11}{'size':>10}{'time':>12}{'algbw':>14}{'busbw':>14}  group (ranks)"]
     for f in figures:
         time_text = f"{f.seconds * 1e3:.3f} ms" if f.seconds < 1 else f"{f.seconds:.3f} s"
-        algbw, busbw = f"{f.algbw_gbps:.3g} GB/s", f"{f.busbw_gbps:.3g} GB/s"
+        algbw = f"{f.algbw_gbps:.3g} GB/s"
+        busbw = f"{f.busbw_gbps:.3g} GB/s" if f.ranks > 1 else "-"
         lines.append(
             f"  {f.op:<11}{size_text(f.bytes):>10}{time_text:>12}{algbw:>14}{busbw:>14}  {f.group} ({f.ranks})"
         )
+    if any(f.ranks == 1 for f in figures):
+        lines.append("  busbw -: one rank moves nothing over a link (nccl-tests' factor (n-1)/n is 0)")
     return lines

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from jax_rocm7_plugin._job.phrases import clipped
 from jax_rocm7_plugin._job.store import read_published, wait_ms
 
 PREFIX = "jax_rocm7/cluster/deep"
@@ -301,7 +302,7 @@ class _Deep:
                     outcome = self.run_step(step)
                 except Exception as error:  # noqa: BLE001 - a step that fails is a finding, not a crash
                     first_line = (str(error).strip().splitlines() or [""])[0]
-                    outcome = {"ok": False, "error": f"{type(error).__name__}: {first_line[:300]}"}
+                    outcome = {"ok": False, "error": clipped(f"{type(error).__name__}: {first_line}", 300)}
                 with self.lock:
                     fired = self.finished
                 if fired:  # the watchdog fired as the step ended: it reports, then ends this process

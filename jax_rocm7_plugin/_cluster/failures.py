@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
-from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
+from jax_rocm7_plugin._job.phrases import clipped, hosts_phrase, processes_phrase
 from jax_rocm7_plugin._record import NamedTuple
 
 _REACHED = re.compile(r"# of tasks that reached the barrier: (\d+)/(\d+)")
@@ -54,7 +54,7 @@ def last_error_line(log: str) -> str | None:
     found = _LAST_ERROR.findall(log)
     # jaxlib's fatal handler repeats an earlier error behind a paragraph of its own: the earlier line says it.
     found = [line for line in found if not line.startswith("Terminating process because")] or found
-    return found[-1].strip()[:300] if found else None
+    return clipped(found[-1].strip(), 300) if found else None
 
 
 class ServiceLoss(NamedTuple):

@@ -57,3 +57,14 @@ def outside_largest(groups: dict[K, list[int]]) -> list[int]:
     """The processes outside the largest group: the odd ones a mismatch concerns."""
     ordered = largest_first(groups)
     return sorted(p for _, members in ordered[1:] for p in members)
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut at a word (never inside one) with an ellipsis where it was cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    if not text[len(cut)].isspace():  # the cut falls inside a word: back to the word's start, if not too far
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > limit // 2 else cut
+    return cut.rstrip(" ,;:") + "..."

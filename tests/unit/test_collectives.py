@@ -162,3 +162,33 @@ def test_processes_that_skipped_a_step_on_the_abort_are_not_named() -> None:
     assert hung.id == "cluster-collective-hung" and hung.processes == (3,) and "never reported" in hung.summary
     only_aborted = [_step("all-reduce/8", {0: _ok(ranks=2), 1: aborted}, op="all-reduce", bytes=8)]
     assert read_steps(only_aborted, 2, {0: "a", 1: "a"}, 10.0).findings == ()
+
+
+def test_a_failure_says_its_cause_once() -> None:
+    """The summary holds the first cause (for the processes that share it); the evidence only the other causes."""
+    failing = {"ok": False, "error": "RuntimeError: gloo connect refused"}
+    steps = [_step("first-jit", {0: _ok(), 1: failing, 2: failing, 3: {"ok": False, "error": "OSError: no memory"}})]
+    (failed,) = read_steps(steps, 4, HOSTS, 10.0).findings
+    said = [failed.summary, *failed.evidence]
+    assert sum("gloo connect refused" in line for line in said) == 1
+    assert failed.evidence == ("process 3: OSError: no memory",) and failed.processes == (1, 2, 3)
+
+
+def test_one_rank_has_no_bus_bandwidth_and_the_table_says_why() -> None:
+    lines = table_lines((figure("all-reduce", 1024, 0.001, 1, "host:a"), figure("all-reduce", 1024, 0.001, 4)))
+    assert lines[1].count("GB/s") == 1 and lines[1].split()[-3] == "-" and lines[2].count("GB/s") == 2
+    assert lines[-1] == "  busbw -: one rank moves nothing over a link (nccl-tests' factor (n-1)/n is 0)"
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("short enough", 40, "short enough"),
+        ("RuntimeError: the collective timed out waiting for peers", 31, "RuntimeError: the collective..."),
+        ("x" * 50, 20, "x" * 17 + "..."),  # one word longer than the limit: cut inside it, marked
+    ],
+)
+def test_text_is_cut_at_a_word_with_an_ellipsis(text: str, limit: int, expected: str) -> None:
+    from jax_rocm7_plugin._job.phrases import clipped
+
+    assert clipped(text, limit) == expected and len(clipped(text, limit)) <= limit
