@@ -137,3 +137,15 @@ def test_bad_sizes_are_a_usage_error(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "'lots' is not a size" in done.stderr
+
+
+def test_a_cpu_run_on_nodes_without_a_gpu_can_pass(tmp_path: Path, standin_library: Path) -> None:
+    """`--deep --platform cpu` where no node has an AMD GPU: the collectives run and pass; that the ROCm backend
+    would not come up is said (info), and does not decide the exit code."""
+    job = DeepJob(tmp_path, standin_library, 2, gpus=0)
+    results = job.run(sizes="8")
+    report = report_of(results)
+    assert [code for code, _, _ in results] == [0, 0], report["findings"]
+    (unavailable,) = [f for f in report["findings"] if f["id"] == "cluster-backend-unavailable"]
+    assert unavailable["severity"] == "info" and "not needed by this --platform cpu run" in unavailable["summary"]
+    assert [(c["op"], c["bytes"]) for c in report["collectives"]][:2] == [("all-reduce", 8), ("all-gather", 8)]

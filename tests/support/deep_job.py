@@ -60,11 +60,13 @@ class DeepJob:
         deep: bool = True,
         timeout: float = 60.0,
         sigint_ignored: bool = False,
+        gpus: int = 2,
     ) -> None:
-        """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h."""
+        """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h. `gpus`: each
+        machine's (0: a node without an AMD GPU, whose processes then give no --local-device-ids)."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
         self.per_host, self.lab, self.step_timeout, self.platform = per_host, lab, step_timeout, platform
-        self.deep, self.timeout = deep, timeout
+        self.deep, self.timeout, self.gpus = deep, timeout, gpus
         # The faulted process starts with SIGINT ignored, as a careless parent leaves it across exec (a background
         # job of a non-interactive shell): Ctrl-C must still end it.
         self.sigint_ignored = sigint_ignored
@@ -89,14 +91,14 @@ class DeepJob:
             interfaces = DEFAULT_INTERFACES
             if self.lab is not None:
                 interfaces = {"lo": (True, ("127.0.0.1/8",)), "eth0": (True, (f"{self.lab.address(host)}/24",))}
-            root = host_sysroot(self.tmp / f"p{pid}", f"node-{host}", gpus_with_ids(2), interfaces=interfaces)
+            root = host_sysroot(self.tmp / f"p{pid}", f"node-{host}", gpus_with_ids(self.gpus), interfaces=interfaces)
             env = clean_env(JAX_ROCM_SYSROOT=str(root), JAX_ROCM_PJRT_LIBRARY=str(self.library))
             env.pop("PYTHONPATH", None)
             if self.pythonpath:  # this checkout; none where `python` is a venv with our wheels
                 env["PYTHONPATH"] = self.pythonpath
             argv = [str(self.python), "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", address]
             argv += ["--num-processes", str(self.count), "--process-id", str(pid)]
-            argv += ["--local-device-ids", str(pid % self.per_host)]
+            argv += ["--local-device-ids", str(pid % self.per_host)] if self.gpus else []
             if self.deep:
                 argv += ["--deep", "--platform", self.platform, "--step-timeout", str(self.step_timeout)]
                 argv += ["--sizes", sizes] if sizes else []
