@@ -50,7 +50,7 @@ def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ign
         type=arguments.amdgpu_targets,
         default=DEFAULT_AMDGPU_TARGETS,
         metavar="gfxA,gfxB",
-        help="GPU targets the Bazel build compiles for (default: " + ",".join(DEFAULT_AMDGPU_TARGETS) + ")",
+        help="GPU targets the Bazel build compiles for (default: " + ", ".join(DEFAULT_AMDGPU_TARGETS) + ")",
     )
     wheels.add_argument(
         "--python-version",

@@ -184,3 +184,13 @@ def test_cluster_usage_errors_are_decided_by_the_arguments_and_answered_in_json(
         and summary in text.stderr
         and f"fix: {finding['fix']}" in text.stderr
     )
+
+
+def test_build_help_never_breaks_a_gpu_target_across_lines() -> None:
+    from jax_rocm7_build.main_wheels import DEFAULT_AMDGPU_TARGETS
+
+    shown = subprocess.run(
+        [sys.executable, str(REPO / "build" / "build.py"), "wheels", "--help"], capture_output=True, text=True
+    ).stdout
+    words = {word.strip(",()") for word in shown.split()}
+    assert set(DEFAULT_AMDGPU_TARGETS) <= words, set(DEFAULT_AMDGPU_TARGETS) - words
