@@ -187,7 +187,7 @@ def test_cluster_usage_errors_are_decided_by_the_arguments_and_answered_in_json(
 
 
 def test_build_help_never_breaks_a_gpu_target_across_lines() -> None:
-    from jax_rocm7_build.main_wheels import DEFAULT_AMDGPU_TARGETS
+    from jax_rocm7_build.bazel import DEFAULT_AMDGPU_TARGETS
 
     shown = subprocess.run(
         [sys.executable, str(REPO / "build" / "build.py"), "wheels", "--help"], capture_output=True, text=True
