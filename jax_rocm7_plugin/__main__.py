@@ -65,10 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         from jax_rocm7_plugin._interrupt import catch_interrupts
 
         catch_interrupts()
+    doctor_parser = commands.choices["doctor"]
+    assert isinstance(doctor_parser, _Parser)
     if args.command == "cluster":
         return _cluster(args, cluster_parser)
     if args.command == "report":
-        return _report(args, command, parser)
+        return _report(args, command, commands.choices["report"])
 
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
     from jax_rocm7_plugin._doctor.render import render_text
@@ -76,11 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     from jax_rocm7_plugin._settings import read_settings
 
     if (problem := bad_paths(args)) is not None:
-        parser.error(problem)
+        doctor_parser.usage_error(problem, path_fix(problem))
     # --sysroot and --library replace their variables, so those values (good or bad) no longer matter.
     settings = read_settings(os.environ, sysroot=args.sysroot, library=args.library)
     if args.binary:
-        return _binaries(args.binary, settings, as_json=args.json, parser=parser)
+        return _binaries(args.binary, settings, as_json=args.json, parser=doctor_parser)
     try:
         report = diagnose(settings, deep=args.deep)
     except Exception as error:  # noqa: BLE001 - a probe we did not foresee failing: still one finding, no traceback
@@ -91,12 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report.ok else 1
 
 
-def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: argparse.ArgumentParser) -> int:
+def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: _Parser) -> int:
     from jax_rocm7_plugin._doctor.binaries import check_binaries
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        parser.error(f"--binary: no such file or folder: {', '.join(missing)}")
+        parser.usage_error(
+            f"--binary: no such file or folder: {', '.join(missing)}", "give --binary existing files or folders"
+        )
     lines, data, ok = check_binaries(paths, settings)
     if as_json:
         import json
@@ -193,11 +197,11 @@ def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentPars
     report.add_argument("--library", type=Path, metavar="PATH", help=LIBRARY_HELP)
 
 
-def _report(args: argparse.Namespace, command: tuple[str, ...], parser: argparse.ArgumentParser) -> int:
+def _report(args: argparse.Namespace, command: tuple[str, ...], parser: _Parser) -> int:
     from jax_rocm7_plugin._report.bundle import Options, run
 
     if (problem := bad_paths(args)) is not None:
-        parser.error(problem)
+        parser.usage_error(problem, path_fix(problem))
     options = Options(args.output, args.force, args.timeout, args.max_mb, command, args.sysroot, args.library)
     return run(options, os.environ, sys.stdout, sys.stderr)
 
@@ -249,6 +253,12 @@ def bad_paths(args: argparse.Namespace) -> str | None:
     return None
 
 
+def path_fix(problem: str) -> str:
+    """The fix of a bad_paths problem."""
+    flag = problem.split()[0]
+    return f"give {flag} {'a directory' if flag == '--sysroot' else 'a PJRT library file'}, or leave it out"
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     from jax_rocm7_plugin._cluster.collectives import parse_sizes
 
@@ -261,8 +271,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 def _cluster(args: argparse.Namespace, parser: _Parser) -> int:
     """What the arguments alone can decide is decided here, before jax or the preflight is imported."""
     if (problem := bad_paths(args)) is not None:
-        what = "a directory" if problem.startswith("--sysroot") else "a PJRT library file"
-        parser.usage_error(problem, f"give {problem.split()[0]} {what}, or leave it out")
+        parser.usage_error(problem, path_fix(problem))
     if args.coordinator_address is not None:
         host, _, port = args.coordinator_address.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:

@@ -194,3 +194,31 @@ def test_build_help_never_breaks_a_gpu_target_across_lines() -> None:
     ).stdout
     words = {word.strip(",()") for word in shown.split()}
     assert set(DEFAULT_AMDGPU_TARGETS) <= words, set(DEFAULT_AMDGPU_TARGETS) - words
+
+
+def readme_command_rows() -> list[tuple[str, list[str]]]:
+    """The README's command table: (command, the flags its first column names), for our CLI's rows."""
+    rows = []
+    for line in (REPO / "README.md").read_text().splitlines():
+        match = re.match(r"\| `(?:python -m jax_rocm7_plugin )?(doctor|report|cluster)\b([^|]*)` (?:\(.*?\) )?\|", line)
+        if match:
+            rows.append((match.group(1), re.findall(r"--[a-z][a-z-]*", line.split("|")[1])))
+    return rows
+
+
+def test_every_flag_of_the_readmes_table_exists_in_its_command() -> None:
+    rows = readme_command_rows()
+    assert len(rows) >= 12 and {c for c, _ in rows} == {"doctor", "report", "cluster"}
+    helps = {command: run(command, "--help").stdout for command in ("doctor", "report", "cluster")}
+    missing = [(command, flag) for command, flags in rows for flag in flags if flag not in helps[command]]
+    assert missing == []
+
+
+@pytest.mark.parametrize("command", ["doctor", "report", "cluster"])
+def test_bad_input_to_any_command_is_one_sentence_with_its_fix_and_exit_2(command: str, tmp_path: Path) -> None:
+    for bad in (["--no-such-flag"], ["--sysroot"], ["--library", str(tmp_path / "none.so")]):
+        done = run(command, *bad)
+        errors = [line for line in done.stderr.splitlines() if "error:" in line]
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (bad, done.stderr)
+        assert len(errors) == 1 and "  fix: " in done.stderr, (bad, done.stderr)
+        assert list(tmp_path.iterdir()) == []  # nothing written, nothing lost
