@@ -222,3 +222,55 @@ def test_bad_input_to_any_command_is_one_sentence_with_its_fix_and_exit_2(comman
         assert done.returncode == 2 and "Traceback" not in done.stderr, (bad, done.stderr)
         assert len(errors) == 1 and "  fix: " in done.stderr, (bad, done.stderr)
         assert list(tmp_path.iterdir()) == []  # nothing written, nothing lost
+
+
+def readme_example(first_line_starts: str) -> list[str]:
+    """The README's example block whose first line starts with `first_line_starts` (indented code), unindented."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"    {first_line_starts}"))
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("    "):
+            break
+        block.append(line[4:])
+    return block
+
+
+def test_the_readmes_example_of_a_machine_without_the_driver_is_what_jax_prints(tmp_path: Path) -> None:
+    command, *said, devices = readme_example('$ python -c "import jax; print(jax.devices())"')
+    done = subprocess.run(
+        [sys.executable, "-c", "import jax; print(jax.devices())"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(JAX_ROCM_SYSROOT=str(tmp_path), PYTHONPATH=str(REPO)),
+        timeout=120,
+    )
+    warning = [line for line in done.stderr.splitlines() if "ROCm backend" in line]
+    assert warning == [" ".join(said)]  # the README wraps the one line
+    assert done.stdout.strip() == devices
+
+
+def test_the_readmes_report_example_is_what_report_prints(tmp_path: Path) -> None:
+    """The same lines, figures aside (file count, seconds, size, the bundle's name)."""
+    command, *shown = readme_example("$ python -m jax_rocm7_plugin report -- ")
+    argv = ["report", "--", sys.executable, "-c", "print(1)"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jax_rocm7_plugin", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(JAX_ROCM_SYSROOT=str(tmp_path), PYTHONPATH=str(REPO)),
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def shape(line: str) -> str:
+        line = line.replace(sys.executable, "python3").replace(str(tmp_path), "/tmp/rep")
+        line = re.sub(r"jax-rocm-report-\S+-\d{8}T\d{6}Z", "jax-rocm-report-HOST-TIME", line)
+        return re.sub(r"\d+(\.\d+)?", "N", line)
+
+    printed = [line for line in (done.stderr + done.stdout).splitlines() if line]
+    # stderr's lines, the command's own output in between, then the bundle's path on stdout
+    assert [shape(line) for line in shown if line != "1"] == [shape(line) for line in printed if line != "1"]
+    assert "1" in done.stdout.splitlines()
