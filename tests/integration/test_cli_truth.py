@@ -237,7 +237,7 @@ def readme_example(first_line_starts: str) -> list[str]:
 
 
 def test_the_readmes_example_of_a_machine_without_the_driver_is_what_jax_prints(tmp_path: Path) -> None:
-    command, *said, devices = readme_example('$ python -c "import jax; print(jax.devices())"')
+    _, *said, devices = readme_example('$ python -c "import jax; print(jax.devices())"')
     done = subprocess.run(
         [sys.executable, "-c", "import jax; print(jax.devices())"],
         capture_output=True,
@@ -253,7 +253,7 @@ def test_the_readmes_example_of_a_machine_without_the_driver_is_what_jax_prints(
 
 def test_the_readmes_report_example_is_what_report_prints(tmp_path: Path) -> None:
     """The same lines, figures aside (file count, seconds, size, the bundle's name)."""
-    command, *shown = readme_example("$ python -m jax_rocm7_plugin report -- ")
+    _, *shown = readme_example("$ python -m jax_rocm7_plugin report -- ")
     argv = ["report", "--", sys.executable, "-c", "print(1)"]
     done = subprocess.run(
         [sys.executable, "-m", "jax_rocm7_plugin", *argv],
