@@ -18,7 +18,7 @@ The sides alternate (ours, bare, ours, bare ...), so that drift in the machine's
 prints each side's median and spread (min-max), and the median of the per-pair differences.
 
 Without a GPU, jaxlib imports our extension modules by name during `import jax` (jax_rocm7_plugin._linalg,
-...: each a two-line stub that calls _extensions.load_native, which refuses at once on a machine without a
+...: each a two-line stub that calls _loader.extensions.load_native, which refuses at once on a machine without a
 usable AMD GPU). That cost is timed separately: importing every stub (they raise ImportError) in a process on a
 machine without a GPU, after the standard modules `import jax` loads anyway (logging, typing, threading),
 against importing as many modules that do not exist, which is what jaxlib meets without our pair.
