@@ -113,8 +113,9 @@ def test_bad_settings_get_one_sentence_and_the_defaults(tmp_path: Path, standin_
     assert job.codes == [3, 3]  # the default mode, error
     for process in (0, 1):
         lines = job.lines(process)
-        assert any("JAX_ROCM_JOB_CHECK='loud' is none of error, warn, off: using error" in line for line in lines)
-        assert any("JAX_ROCM_JOB_CHECK_TIMEOUT='soon' is not a number" in line for line in lines)
+        # The grammar and the default the declarations state (_environment.py)
+        assert any("JAX_ROCM_JOB_CHECK='loud' is not one of error, warn, off: error is used" in line for line in lines)
+        assert any("JAX_ROCM_JOB_CHECK_TIMEOUT='soon' is not a number of seconds above 0: 120" in ln for ln in lines)
 
 
 SECRETS = {"HF_TOKEN": "hf_planted_secret_0001", "AWS_SECRET_ACCESS_KEY": "planted-aws-0002"}
