@@ -64,5 +64,8 @@ fi
 # The declared import direction between the plugin's layers (pyproject.toml [tool.importlinter]).
 .venv/bin/lint-imports
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
-# Two workers; each end-to-end cell (a release's wheels and venvs) stays on one (xdist_group).
-.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
+# Four workers on this 2-core machine: most multi-process tests spend their time waiting out a deadline, and two
+# workers left a third of the CPU idle (benchmarks/README.md, "The suite"). Wheels and venvs are made once per
+# session for every worker (tests/support/shared.py); the launcher tests share one worker (one Slurm cluster),
+# and tests that change a venv keep theirs on one (xdist_group).
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-4}" --dist loadgroup --durations=25 "$@"

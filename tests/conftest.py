@@ -133,21 +133,32 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def standin_wheels(
     tmp_path_factory: pytest.TempPathFactory, standin_library: Path
 ) -> Callable[[str, str], dict[str, Path]]:
-    """Our pair built from the stand-in library for a release, once per release (and xdist worker); `pjrt-post1`,
-    its pjrt .post1, only where a test asks for it (a 250 MB library compressed once more)."""
+    """Our pair built from the stand-in library for a release, once per session for every worker
+    (tests/support/shared.py); `pjrt-post1`, its pjrt .post1, only where a test asks for it (a 250 MB library
+    compressed once more)."""
+    from tests.support.shared import once, shared_root
     from tests.support.wheels import build
 
+    root = shared_root(tmp_path_factory)
     built: dict[str, _Wheels] = {}
 
     def wheels_for(release: str, python: str) -> dict[str, Path]:
         if release not in built:
-            out = tmp_path_factory.mktemp(f"dist-{release}")
             common = ("--skip-check", "--release", release, "--python-version", python)  # a CPU plugin: not ROCm
-            pjrt, plugin = build(out, standin_library, *common)
-            post1 = ("--only", "pjrt", "--post", "1")
-            built[release] = _Wheels(
-                {"pjrt": pjrt, "plugin": plugin}, lambda: build(out, standin_library, *common, *post1)[0]
-            )
+            out = once(root, f"dist-{release}", lambda folder: build(folder, standin_library, *common))
+            (pjrt,) = out.glob(f"jax_rocm7_pjrt-{release}-*.whl")
+            (plugin,) = out.glob(f"jax_rocm7_plugin-{release}-*.whl")
+
+            def post1() -> Path:
+                made = once(
+                    root,
+                    f"dist-{release}-post1",
+                    lambda folder: build(folder, standin_library, *common, "--only", "pjrt", "--post", "1"),
+                )
+                (wheel,) = made.glob("*.whl")
+                return wheel
+
+            built[release] = _Wheels({"pjrt": pjrt, "plugin": plugin}, post1)
         return built[release]
 
     return wheels_for
@@ -171,13 +182,34 @@ class _Wheels(dict[str, Path]):
 def e2e_venv(
     tmp_path_factory: pytest.TempPathFactory, standin_wheels: Callable[[str, str], dict[str, Path]]
 ) -> Callable[[Combo], Path]:
-    """A venv of the combo's CPython with its jax/jaxlib and our pair, once per combo (and xdist worker)."""
+    """A venv of the combo's CPython with its jax/jaxlib and our pair, once per session for every worker
+    (tests/support/shared.py). Read only: a test that changes a venv takes a `private_venv`."""
+    from tests.support.shared import once, shared_root
+
+    root = shared_root(tmp_path_factory)
+
+    def venv_for(combo: Combo) -> Path:
+        wheels = standin_wheels(combo.release, combo.python)
+        made = once(
+            root, f"venv-{combo.id}", lambda folder: combo_venv(combo, folder / "env", wheels["plugin"], wheels["pjrt"])
+        )
+        return made / "env" / "bin" / "python"
+
+    return venv_for
+
+
+@pytest.fixture(scope="session")
+def private_venv(
+    tmp_path_factory: pytest.TempPathFactory, standin_wheels: Callable[[str, str], dict[str, Path]]
+) -> Callable[[Combo], Path]:
+    """A venv like `e2e_venv`'s that only this worker uses, once per combo: for tests that reinstall a wheel in it
+    (they restore it after; their xdist_group keeps them on one worker)."""
     made: dict[Combo, Path] = {}
 
     def venv_for(combo: Combo) -> Path:
         if combo not in made:
             wheels = standin_wheels(combo.release, combo.python)
-            directory = tmp_path_factory.mktemp(f"venv-{combo.id}") / "env"
+            directory = tmp_path_factory.mktemp(f"private-venv-{combo.id}") / "env"
             made[combo] = combo_venv(combo, directory, wheels["plugin"], wheels["pjrt"])
         return made[combo]
 

@@ -38,12 +38,7 @@ JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
 # Each release's coordination-service calls are its jaxlib's: one combo per jaxlib runs in the suite. CPython 3.13
 # and jax 0.12.0.1 share jaxlib 0.12.0 with JAX_012 (tests/e2e/test_matrix.py runs jax on each): --sweeps.
 SWEPT = {Combo("0.12.0", "3.13", "0.12.0"), Combo("0.12.0", "3.12", "0.12.0.1")}
-PER_JAXLIB = [
-    pytest.param(
-        c, id=c.id, marks=[pytest.mark.xdist_group(f"e2e-{c.release}"), *([pytest.mark.sweep] if c in SWEPT else [])]
-    )
-    for c in COMBOS
-]
+PER_JAXLIB = [pytest.param(c, id=c.id, marks=[pytest.mark.sweep] if c in SWEPT else []) for c in COMBOS]
 
 
 def _job(python: Path, standin_library: Path, tmp_path: Path) -> Job:
@@ -76,7 +71,6 @@ def test_the_job_check_at_backend_start_on_every_release(
     refused_everywhere(odd, "cluster-gpu-arch-mismatch", [1])
 
 
-@pytest.mark.xdist_group("e2e-0.12.0")
 def test_odd_processes_are_named_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path, build: Path
 ) -> None:
@@ -94,7 +88,6 @@ def test_odd_processes_are_named_on_jax_012(
     assert {k: v["processes"] for k, v in found.items()} == ODD_EXPECTED
 
 
-@pytest.mark.xdist_group("e2e-0.12.0")
 def test_a_process_that_never_starts_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:
@@ -114,7 +107,6 @@ def test_a_process_that_never_starts_on_jax_012(
     assert report["missing"] == [5] and findings_by_id(report)["cluster-incomplete"]["processes"] == [5]
 
 
-@pytest.mark.xdist_group("e2e-0.12.0")
 def test_the_deep_preflight_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:
@@ -134,7 +126,6 @@ def test_the_deep_preflight_on_jax_012(
     assert all(c["ranks"] == (4 if c["group"] == "job" else 2) and c["seconds"] > 0 for c in report["collectives"])
 
 
-@pytest.mark.xdist_group("e2e-0.12.0")
 def test_a_process_killed_mid_step_is_named_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:
@@ -145,7 +136,6 @@ def test_a_process_killed_mid_step_is_named_on_jax_012(
     assert hung["processes"] == [1] and hung["hosts"] == ["node-0"] and "never reported" in hung["summary"]
 
 
-@pytest.mark.xdist_group("e2e-0.12.0")
 def test_open_mpi_5_without_mpi4py_is_named_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:

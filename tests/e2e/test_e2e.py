@@ -40,8 +40,8 @@ def wheels(
 
 
 @pytest.fixture(scope="session")
-def python(wheels: dict[str, Path], e2e_venv: Callable[[Combo], Path]) -> Path:
-    return e2e_venv(COMBO)
+def python(wheels: dict[str, Path], private_venv: Callable[[Combo], Path]) -> Path:
+    return private_venv(COMBO)  # these tests reinstall the pjrt wheel in it (their xdist_group: one worker)
 
 
 @pytest.fixture

@@ -39,24 +39,29 @@ class ModulesEnv(NamedTuple):
 def modules_envs(
     tmp_path_factory: pytest.TempPathFactory, standin_wheels: Callable[[str, str], dict[str, Path]]
 ) -> Callable[[Combo], ModulesEnv]:
-    made: dict[Combo, ModulesEnv] = {}
+    """A venv with the published extension modules in our plugin wheel, and link stubs for their ROCm sonames, once
+    per session for every worker (tests/support/shared.py; only read)."""
+    from tests.support.shared import once, shared_root
+
+    root = shared_root(tmp_path_factory)
+
+    def make(combo: Combo, out: Path) -> None:
+        common = ("--release", combo.release, "--python-version", combo.python)
+        (plugin,) = build(out / "dist", None, *common, "--only", "plugin", "--extension-modules", "released")
+        python = combo_venv(combo, out / "env", plugin, standin_wheels(combo.release, combo.python)["pjrt"])
+        where = run_python(python, "import jax_rocm7_plugin._machine.native_modules as m; print(m.native_dir())")
+        native = Path(where.stdout.strip())
+        make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter_for(combo))
+        (out / "native").write_text(str(native))
 
     def env_for(combo: Combo) -> ModulesEnv:
-        if combo not in made:
-            out = tmp_path_factory.mktemp(f"modules-{combo.id}")
-            common = ("--release", combo.release, "--python-version", combo.python)
-            (plugin,) = build(out, None, *common, "--only", "plugin", "--extension-modules", "released")
-            python = combo_venv(combo, out / "env", plugin, standin_wheels(combo.release, combo.python)["pjrt"])
-            where = run_python(python, "import jax_rocm7_plugin._machine.native_modules as m; print(m.native_dir())")
-            native = Path(where.stdout.strip())
-            stubs = make_link_stubs(sorted(native.glob("*.so")), out / "stubs", interpreter=interpreter_for(combo))
-            made[combo] = ModulesEnv(python, stubs, native, combo)
-        return made[combo]
+        out = once(root, f"modules-{combo.id}", lambda folder: make(combo, folder))
+        return ModulesEnv(out / "env" / "bin" / "python", out / "stubs", Path((out / "native").read_text()), combo)
 
     return env_for
 
 
-@pytest.fixture(params=[pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS])
+@pytest.fixture(params=[pytest.param(c, id=c.id) for c in COMBOS])
 def env(request: pytest.FixtureRequest, modules_envs: Callable[[Combo], ModulesEnv]) -> ModulesEnv:
     return modules_envs(request.param)
 

@@ -28,7 +28,6 @@ from tests.support.native import compile_shared, fake_pjrt_library, pjrt_library
 from tests.support.snippets import clean_env
 from tests.support.sysroots import TOPOLOGY, Gpu, make_sysroot, properties_text
 
-pytestmark = pytest.mark.xdist_group("e2e-0.10.2")  # one venv; the folder marks these slow
 COMBO = Combo("0.10.2", "3.11", "0.10.2")
 CASE_SECONDS = 60  # a case that takes longer has hung
 CODE = "import jax; print('PLATFORMS', sorted({d.platform for d in jax.devices()}))"

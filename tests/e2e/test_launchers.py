@@ -43,9 +43,8 @@ JAX_0102 = Combo("0.10.2", "3.11", "0.10.2")
 JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
 # One xdist worker runs every launcher test, so one Slurm cluster serves them and its jobs run one at a time:
 # jax's Slurm detection takes the coordinator's port from the job id (JOB_ID % 4096 + 61440), and two clusters
-# on one host both number their jobs from 1 (seen: two workers' jobs met on one port). The worker is the one
-# that builds the 0.12.0 venv anyway.
-GROUP = pytest.mark.xdist_group("e2e-0.12.0")
+# on one host both number their jobs from 1 (seen: two workers' jobs met on one port).
+GROUP = pytest.mark.xdist_group("launchers")
 COMBOS = [pytest.param(JAX_0102, id=JAX_0102.id, marks=GROUP), pytest.param(JAX_012, id=JAX_012.id, marks=GROUP)]
 LAUNCHERS = ["srun", "mpirun"]
 SWEEP = pytest.mark.sweep

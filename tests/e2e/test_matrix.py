@@ -2,7 +2,7 @@
 pair built from the stand-in library (OpenXLA's CPU PJRT plugin) and installed with that release's
 real jax/jaxlib in a fresh venv of that CPython.
 
-Each combo's tests share one venv; `xdist_group` keeps them on one worker (`--dist loadgroup`).
+Each combo's tests share one venv, made once per session for every worker (tests/support/shared.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin._policy import releases
-from tests.support.environment import Combo
-from tests.support.snippets import DEVICES, JIT_ON_ROCM, our_warnings, pip, run_python
+from tests.support.environment import Combo, combo_venv
+from tests.support.snippets import DEVICES, JIT_ON_ROCM, our_warnings, run_python
 from tests.support.sysroots import make_sysroot
 
 COMBOS = [
@@ -32,7 +32,7 @@ VERSIONS = (
 )
 
 
-@pytest.fixture(params=[pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"e2e-{c.release}")) for c in COMBOS])
+@pytest.fixture(params=[pytest.param(c, id=c.id) for c in COMBOS])
 def combo(request: pytest.FixtureRequest) -> Combo:
     combo: Combo = request.param
     return combo
@@ -82,26 +82,16 @@ POST1_IN_SUITE = Combo("0.12.0", "3.12", "0.12.0")
 
 
 @pytest.mark.parametrize(
-    "combo",
-    [
-        pytest.param(
-            c,
-            id=c.id,
-            marks=[pytest.mark.xdist_group(f"e2e-{c.release}"), *([] if c == POST1_IN_SUITE else [pytest.mark.sweep])],
-        )
-        for c in COMBOS
-    ],
+    "combo", [pytest.param(c, id=c.id, marks=[] if c == POST1_IN_SUITE else [pytest.mark.sweep]) for c in COMBOS]
 )
 def test_a_pjrt_post_release_is_accepted(
-    combo: Combo, python: Path, tmp_path: Path, standin_wheels: Callable[[str, str], dict[str, Path]]
+    combo: Combo, tmp_path: Path, standin_wheels: Callable[[str, str], dict[str, Path]]
 ) -> None:
+    """A venv of its own with the pjrt wheel's .post1 (the plugin's pin resolves to it): jit runs, no warning."""
     wheels = standin_wheels(combo.release, combo.python)
-    pip(python, "--no-deps", "--force-reinstall", str(wheels["pjrt-post1"]))
-    try:
-        done = run_python(python, JIT_ON_ROCM, JAX_ROCM_SYSROOT=str(make_sysroot(tmp_path / "machine")))
-        assert done.returncode == 0, done.stderr
-        assert "RESULT_ON True" in done.stdout and our_warnings(done.stderr) == []
-        version = run_python(python, "import jax_rocm7_pjrt as p; print(p.__version__)")
-        assert version.stdout.strip() == f"{combo.release}.post1"
-    finally:
-        pip(python, "--no-deps", "--force-reinstall", str(wheels["pjrt"]))
+    python = combo_venv(combo, tmp_path / "env", wheels["plugin"], wheels["pjrt-post1"])
+    done = run_python(python, JIT_ON_ROCM, JAX_ROCM_SYSROOT=str(make_sysroot(tmp_path / "machine")))
+    assert done.returncode == 0, done.stderr
+    assert "RESULT_ON True" in done.stdout and our_warnings(done.stderr) == []
+    version = run_python(python, "import jax_rocm7_pjrt as p; print(p.__version__)")
+    assert version.stdout.strip() == f"{combo.release}.post1"
