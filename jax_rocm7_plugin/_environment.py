@@ -13,28 +13,32 @@ extension stubs read through it inside `import jax`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._record import NamedTuple
 
-Owner = Literal["plugin", "build", "tests", "jax", "XLA", "ROCm", "RCCL", "launcher", "system"]
-# How a value is read. A plugin variable's grammar decides what `setting` returns and what `problems` says.
-Grammar = Literal[
-    "switch",  # on or off, in the usual words (TRUE_WORDS, FALSE_WORDS)
-    "seconds",  # a number of seconds above 0
-    "seconds-or-off",  # the same, or "off"
-    "choice",  # one of `choices`, any case
-    "absolute-path",
-    "path-list",  # ':'-separated
-    "names",  # ','-separated
-    "count",  # a whole number above 0
-    "text",  # read as given
-]
+if TYPE_CHECKING:  # for type checkers only: building Literal types costs the warm path time at import
+    from typing import Literal
+
+    Owner = Literal["plugin", "build", "tests", "jax", "XLA", "ROCm", "RCCL", "launcher", "system"]
+    # How a value is read. A plugin variable's grammar decides what `setting` returns and what `problems` says.
+    Grammar = Literal[
+        "switch",  # on or off, in the usual words (TRUE_WORDS, FALSE_WORDS)
+        "seconds",  # a number of seconds above 0
+        "seconds-or-off",  # the same, or "off"
+        "choice",  # one of `choices`, any case
+        "absolute-path",
+        "path-list",  # ':'-separated
+        "names",  # ','-separated
+        "count",  # a whole number above 0
+        "text",  # read as given
+    ]
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 OWN_PREFIX = "JAX_ROCM_"
@@ -92,158 +96,186 @@ DEFAULT_JOB_CHECK_TIMEOUT = 120.0
 DEFAULT_HANG_TIMEOUT = 600.0
 MAX_SECONDS = 1e7  # about four months: a longer wait is a typo
 
+
+def _v(
+    name: str,
+    owner: str,
+    grammar: str,
+    default: str,
+    meaning: str,
+    choices: tuple[str, ...] = (),
+    *,
+    internal: bool = False,
+) -> tuple[Any, ...]:
+    """A declaration as a plain tuple, in Variable's field order (the record is made only when asked for)."""
+    return (name, owner, grammar, default, meaning, choices, internal)
+
+
 _PLUGIN = (
-    Variable(PJRT_LIBRARY, "plugin", "absolute-path", f"the installed {PJRT_DISTRIBUTION} library",
+    _v(PJRT_LIBRARY, "plugin", "absolute-path", f"the installed {PJRT_DISTRIBUTION} library",
              "use this PJRT library instead of the installed one"),
-    Variable(SYSROOT, "plugin", "absolute-path", "/",
+    _v(SYSROOT, "plugin", "absolute-path", "/",
              "read /sys, /dev, /proc, /etc and /opt/rocm under this directory (tests, diagnosis of an image)"),
-    Variable(LOAD_TIMEOUT, "plugin", "seconds", f"{DEFAULT_LOAD_TIMEOUT:g}",
+    _v(LOAD_TIMEOUT, "plugin", "seconds", f"{DEFAULT_LOAD_TIMEOUT:g}",
              "seconds the child-process load test of the library may take"),
-    Variable(WARM, "plugin", "switch", "on",
+    _v(WARM, "plugin", "switch", "on",
              "off: check everything at every start instead of using the plan of the last one"),
-    Variable(WORKAROUNDS, "plugin", "switch", "on", "off: the loader sets no workaround of a known issue"),
-    Variable(JOB_CHECK, "plugin", "choice", "error",
+    _v(WORKAROUNDS, "plugin", "switch", "on", "off: the loader sets no workaround of a known issue"),
+    _v(JOB_CHECK, "plugin", "choice", "error",
              "what a process does when the job's processes differ: refuse to start, warn, or publish nothing",
              ("error", "warn", "off")),
-    Variable(JOB_CHECK_TIMEOUT, "plugin", "seconds", f"{DEFAULT_JOB_CHECK_TIMEOUT:g}",
+    _v(JOB_CHECK_TIMEOUT, "plugin", "seconds", f"{DEFAULT_JOB_CHECK_TIMEOUT:g}",
              "seconds the job check waits for the other processes, then starts anyway"),
-    Variable(HANG_TIMEOUT, "plugin", "seconds-or-off", f"{DEFAULT_HANG_TIMEOUT:g}",
+    _v(HANG_TIMEOUT, "plugin", "seconds-or-off", f"{DEFAULT_HANG_TIMEOUT:g}",
              "seconds without movement before the processes compare where they are; off: no watcher"),
-    Variable(HANG_ACTION, "plugin", "choice", "report",
+    _v(HANG_ACTION, "plugin", "choice", "report",
              "report (nothing is killed) or exit (every process leaves with code 124) when a job hangs",
              ("report", "exit")),
-    Variable(HANG_PLATFORMS, "plugin", "names", "",
+    _v(HANG_PLATFORMS, "plugin", "names", "",
              "backends besides rocm whose jobs arm the hang watcher (tests: cpu)"),
-    Variable(COURIER_PARENT, "plugin", "count", "",
+    _v(COURIER_PARENT, "plugin", "count", "",
              "the pid of the `cluster` process that started a courier, which ends when that process is gone",
              internal=True),
-    Variable(XDIST_GPUS, "plugin", "count", "",
+    _v(XDIST_GPUS, "plugin", "count", "",
              "pytest_gpu_isolation: the number of GPUs to spread pytest-xdist workers over"),
 )  # fmt: skip
 
 # Read by the build (build/, setup_*.py, ci/) and the tests, never at run time; declared so that the doctor does
 # not call them unknown where a developer has them set.
 _DEVELOPMENT = (
-    Variable("JAX_ROCM_STAGING", "build", "absolute-path", "", "the folder setup_*.py assemble a wheel from",
+    _v("JAX_ROCM_STAGING", "build", "absolute-path", "", "the folder setup_*.py assemble a wheel from",
              internal=True),
-    Variable("JAX_ROCM_BUILD_CACHE", "build", "absolute-path", "a folder under ~/.cache",
+    _v("JAX_ROCM_BUILD_CACHE", "build", "absolute-path", "a folder under ~/.cache",
              "the build's checkouts and Bazel workspaces", internal=True),
-    Variable("JAX_ROCM_PYPI_JSON", "build", "text", "https://pypi.org/pypi/{name}/json",
+    _v("JAX_ROCM_PYPI_JSON", "build", "text", "https://pypi.org/pypi/{name}/json",
              "where the release tooling reads PyPI's JSON API", internal=True),
-    Variable("JAX_ROCM_JAX_MODULE_URL", "build", "text", "jax's MODULE.bazel on GitHub",
+    _v("JAX_ROCM_JAX_MODULE_URL", "build", "text", "jax's MODULE.bazel on GitHub",
              "where the build reads jax's MODULE.bazel for a commit", internal=True),
-    Variable("JAX_ROCM_GPU_COUNT", "build", "count", "the GPUs the doctor finds",
+    _v("JAX_ROCM_GPU_COUNT", "build", "count", "the GPUs the doctor finds",
              "ci/run_pytest_rocm.sh: GPUs to spread the rocm tests over", internal=True),
-    Variable("JAX_ROCM_TEST_CACHE", "tests", "absolute-path", "a folder under ~/.cache",
+    _v("JAX_ROCM_TEST_CACHE", "tests", "absolute-path", "a folder under ~/.cache",
              "the tests' wheels and venvs", internal=True),
-    Variable("JAX_ROCM_CORPUS_MARK", "tests", "text", "", "marks a test's processes", internal=True),
+    _v("JAX_ROCM_CORPUS_MARK", "tests", "text", "", "marks a test's processes", internal=True),
 )  # fmt: skip
 
 _OTHERS = (
     # jax and jaxlib
-    Variable("JAX_PLATFORMS", "jax", "names", "every platform", "the backends jax may use, in order"),
-    Variable("JAX_COORDINATOR_ADDRESS", "jax", "text", "", "jax.distributed's coordinator (host:port)"),
-    Variable("JAX_COORDINATOR_BIND_ADDRESS", "jax", "text", "[::]:port", "where the coordination service listens"),
-    Variable("JAX_LOCAL_DEVICE_IDS", "jax", "names", "", "the local devices jax.distributed gives this process"),
-    Variable("XLA_FLAGS", "XLA", "text", "", "XLA's flags"),
-    Variable("XLA_PYTHON_CLIENT_ALLOCATOR", "jax", "text", "default", "the GPU client's allocator"),
-    Variable("XLA_CLIENT_MEM_FRACTION", "jax", "text", "0.75", "the share of GPU memory preallocated"),
-    Variable("XLA_PYTHON_CLIENT_MEM_FRACTION", "jax", "text", "0.75", "the older name of XLA_CLIENT_MEM_FRACTION"),
-    Variable("XLA_PYTHON_CLIENT_PREALLOCATE", "jax", "text", "true", "whether GPU memory is preallocated"),
-    Variable("XLA_PYTHON_CLIENT_COLLECTIVE_MEM_SIZE_MB", "jax", "text", "0", "memory set aside for collectives"),
-    Variable("XLA_PYTHON_CLIENT_ABORT_COLLECTIVES_ON_FAILURE", "jax", "text", "0", "abort collectives on a failure"),
-    Variable("XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT", "jax", "text", "0", "use the TFRT GPU client"),
-    Variable("TF_CPP_MIN_LOG_LEVEL", "XLA", "text", "1", "the least severe log line XLA writes"),
+    _v("JAX_PLATFORMS", "jax", "names", "every platform", "the backends jax may use, in order"),
+    _v("JAX_COORDINATOR_ADDRESS", "jax", "text", "", "jax.distributed's coordinator (host:port)"),
+    _v("JAX_COORDINATOR_BIND_ADDRESS", "jax", "text", "[::]:port", "where the coordination service listens"),
+    _v("JAX_LOCAL_DEVICE_IDS", "jax", "names", "", "the local devices jax.distributed gives this process"),
+    _v("XLA_FLAGS", "XLA", "text", "", "XLA's flags"),
+    _v("XLA_PYTHON_CLIENT_ALLOCATOR", "jax", "text", "default", "the GPU client's allocator"),
+    _v("XLA_CLIENT_MEM_FRACTION", "jax", "text", "0.75", "the share of GPU memory preallocated"),
+    _v("XLA_PYTHON_CLIENT_MEM_FRACTION", "jax", "text", "0.75", "the older name of XLA_CLIENT_MEM_FRACTION"),
+    _v("XLA_PYTHON_CLIENT_PREALLOCATE", "jax", "text", "true", "whether GPU memory is preallocated"),
+    _v("XLA_PYTHON_CLIENT_COLLECTIVE_MEM_SIZE_MB", "jax", "text", "0", "memory set aside for collectives"),
+    _v("XLA_PYTHON_CLIENT_ABORT_COLLECTIVES_ON_FAILURE", "jax", "text", "0", "abort collectives on a failure"),
+    _v("XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT", "jax", "text", "0", "use the TFRT GPU client"),
+    _v("TF_CPP_MIN_LOG_LEVEL", "XLA", "text", "1", "the least severe log line XLA writes"),
     # the ROCm runtime
-    Variable("ROCM_PATH", "ROCm", "absolute-path", "/opt/rocm", "the ROCm install"),
-    Variable("HIP_PATH", "ROCm", "absolute-path", "", "HIP's install (changes what a library loads)"),
-    Variable("HIP_PLATFORM", "ROCm", "text", "amd", "HIP's platform"),
-    Variable("HIP_DEVICE_LIB_PATH", "ROCm", "absolute-path", "", "where XLA looks for ROCm's device bitcode first"),
-    Variable("HSA_OVERRIDE_GFX_VERSION", "ROCm", "text", "", "the GPU processor ROCr reports instead of the real"),
-    Variable("HSA_XNACK", "ROCm", "text", "0", "1: retry on page faults where the GPU can"),
-    Variable("ROCR_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "the GPUs ROCr exposes"),
-    Variable("HIP_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "the GPUs HIP exposes, of ROCr's"),
-    Variable("CUDA_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "HIP honours it where HIP_VISIBLE_DEVICES is unset"),
-    Variable("GPU_DEVICE_ORDINAL", "ROCm", "names", "every GPU", "the GPUs the OpenCL-era runtime exposes"),
-    Variable("NCCL_SOCKET_IFNAME", "RCCL", "text", "", "the network interfaces RCCL's sockets use"),
-    Variable("GLOO_SOCKET_IFNAME", "jax", "text", "", "the network interface gloo (CPU collectives) uses"),
+    _v("ROCM_PATH", "ROCm", "absolute-path", "/opt/rocm", "the ROCm install"),
+    _v("HIP_PATH", "ROCm", "absolute-path", "", "HIP's install (changes what a library loads)"),
+    _v("HIP_PLATFORM", "ROCm", "text", "amd", "HIP's platform"),
+    _v("HIP_DEVICE_LIB_PATH", "ROCm", "absolute-path", "", "where XLA looks for ROCm's device bitcode first"),
+    _v("HSA_OVERRIDE_GFX_VERSION", "ROCm", "text", "", "the GPU processor ROCr reports instead of the real"),
+    _v("HSA_XNACK", "ROCm", "text", "0", "1: retry on page faults where the GPU can"),
+    _v("ROCR_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "the GPUs ROCr exposes"),
+    _v("HIP_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "the GPUs HIP exposes, of ROCr's"),
+    _v("CUDA_VISIBLE_DEVICES", "ROCm", "names", "every GPU", "HIP honours it where HIP_VISIBLE_DEVICES is unset"),
+    _v("GPU_DEVICE_ORDINAL", "ROCm", "names", "every GPU", "the GPUs the OpenCL-era runtime exposes"),
+    _v("NCCL_SOCKET_IFNAME", "RCCL", "text", "", "the network interfaces RCCL's sockets use"),
+    _v("GLOO_SOCKET_IFNAME", "jax", "text", "", "the network interface gloo (CPU collectives) uses"),
     # launchers
-    Variable("SLURM_JOB_ID", "launcher", "text", "", "set in a Slurm allocation"),
-    Variable("SLURM_JOB_NUM_NODES", "launcher", "count", "", "the nodes of the Slurm job"),
-    Variable("SLURM_NNODES", "launcher", "count", "", "the older name of SLURM_JOB_NUM_NODES"),
-    Variable("SLURM_STEP_NODELIST", "launcher", "text", "", "the hosts of the job step"),
-    Variable("SLURM_JOB_NODELIST", "launcher", "text", "", "the hosts of the job"),
-    Variable("SLURM_STEP_TASKS_PER_NODE", "launcher", "text", "", "tasks per host of the step"),
-    Variable("SLURM_TASKS_PER_NODE", "launcher", "text", "", "tasks per host of the job"),
-    Variable("SLURM_NTASKS", "launcher", "count", "", "the step's tasks"),
-    Variable("SLURM_PROCID", "launcher", "text", "", "this task's rank"),
-    Variable("SLURM_LOCALID", "launcher", "text", "", "this task's rank on its host"),
-    Variable("OMPI_COMM_WORLD_SIZE", "launcher", "count", "", "Open MPI's world size"),
-    Variable("OMPI_COMM_WORLD_LOCAL_SIZE", "launcher", "count", "", "Open MPI's ranks on this host"),
-    Variable("OMPI_COMM_WORLD_RANK", "launcher", "text", "", "this rank"),
-    Variable("OMPI_COMM_WORLD_LOCAL_RANK", "launcher", "text", "", "this rank on its host"),
-    Variable("OMPI_MCA_orte_hnp_uri", "launcher", "text", "", "set by Open MPI 4's mpirun (ORTE)"),
-    Variable("KUBERNETES_SERVICE_HOST", "launcher", "text", "", "set in every Kubernetes pod"),
-    Variable("JOB_COMPLETION_INDEX", "launcher", "text", "", "an indexed Kubernetes Job's index"),
-    Variable("PYTEST_XDIST_WORKER", "launcher", "text", "", "pytest-xdist's worker id (gw0, gw1, ...)"),
+    _v("SLURM_JOB_ID", "launcher", "text", "", "set in a Slurm allocation"),
+    _v("SLURM_JOB_NUM_NODES", "launcher", "count", "", "the nodes of the Slurm job"),
+    _v("SLURM_NNODES", "launcher", "count", "", "the older name of SLURM_JOB_NUM_NODES"),
+    _v("SLURM_STEP_NODELIST", "launcher", "text", "", "the hosts of the job step"),
+    _v("SLURM_JOB_NODELIST", "launcher", "text", "", "the hosts of the job"),
+    _v("SLURM_STEP_TASKS_PER_NODE", "launcher", "text", "", "tasks per host of the step"),
+    _v("SLURM_TASKS_PER_NODE", "launcher", "text", "", "tasks per host of the job"),
+    _v("SLURM_NTASKS", "launcher", "count", "", "the step's tasks"),
+    _v("SLURM_PROCID", "launcher", "text", "", "this task's rank"),
+    _v("SLURM_LOCALID", "launcher", "text", "", "this task's rank on its host"),
+    _v("OMPI_COMM_WORLD_SIZE", "launcher", "count", "", "Open MPI's world size"),
+    _v("OMPI_COMM_WORLD_LOCAL_SIZE", "launcher", "count", "", "Open MPI's ranks on this host"),
+    _v("OMPI_COMM_WORLD_RANK", "launcher", "text", "", "this rank"),
+    _v("OMPI_COMM_WORLD_LOCAL_RANK", "launcher", "text", "", "this rank on its host"),
+    _v("OMPI_MCA_orte_hnp_uri", "launcher", "text", "", "set by Open MPI 4's mpirun (ORTE)"),
+    _v("KUBERNETES_SERVICE_HOST", "launcher", "text", "", "set in every Kubernetes pod"),
+    _v("JOB_COMPLETION_INDEX", "launcher", "text", "", "an indexed Kubernetes Job's index"),
+    _v("PYTEST_XDIST_WORKER", "launcher", "text", "", "pytest-xdist's worker id (gw0, gw1, ...)"),
     # the system
-    Variable("OMP_NUM_THREADS", "system", "count", "every CPU", "OpenMP's threads per process"),
-    Variable("PATH", "system", "path-list", "", "where programs (an external ld.lld) are found"),
-    Variable("LD_LIBRARY_PATH", "system", "path-list", "", "folders ld.so searches first"),
-    Variable("LD_PRELOAD", "system", "text", "", "libraries ld.so loads first"),
-    Variable("PYTHONPATH", "system", "path-list", "", "folders Python imports from first"),
-    Variable("HOME", "system", "absolute-path", "", "the cache's home where XDG_CACHE_HOME is unset"),
-    Variable("XDG_CACHE_HOME", "system", "absolute-path", "$HOME/.cache", "the plugin's caches live under it"),
-    Variable("HOSTNAME", "system", "text", "", "the host's name as the shell or a pod sets it"),
-    Variable("VIRTUAL_ENV", "system", "absolute-path", "", "the active virtual environment"),
-    Variable("CONDA_PREFIX", "system", "absolute-path", "", "the active conda environment"),
-    Variable("RUNFILES_DIR", "system", "absolute-path", "", "Bazel's runfiles (development runs)"),
-    Variable("RUNFILES_MANIFEST_FILE", "system", "absolute-path", "", "Bazel's runfiles manifest"),
-    Variable("container", "system", "text", "", "set by podman and systemd-nspawn inside a container"),
-    Variable("SINGULARITY_NAME", "system", "text", "", "set inside a Singularity container"),
-    Variable("APPTAINER_NAME", "system", "text", "", "set inside an Apptainer container"),
+    _v("OMP_NUM_THREADS", "system", "count", "every CPU", "OpenMP's threads per process"),
+    _v("PATH", "system", "path-list", "", "where programs (an external ld.lld) are found"),
+    _v("LD_LIBRARY_PATH", "system", "path-list", "", "folders ld.so searches first"),
+    _v("LD_PRELOAD", "system", "text", "", "libraries ld.so loads first"),
+    _v("PYTHONPATH", "system", "path-list", "", "folders Python imports from first"),
+    _v("HOME", "system", "absolute-path", "", "the cache's home where XDG_CACHE_HOME is unset"),
+    _v("XDG_CACHE_HOME", "system", "absolute-path", "$HOME/.cache", "the plugin's caches live under it"),
+    _v("HOSTNAME", "system", "text", "", "the host's name as the shell or a pod sets it"),
+    _v("VIRTUAL_ENV", "system", "absolute-path", "", "the active virtual environment"),
+    _v("CONDA_PREFIX", "system", "absolute-path", "", "the active conda environment"),
+    _v("RUNFILES_DIR", "system", "absolute-path", "", "Bazel's runfiles (development runs)"),
+    _v("RUNFILES_MANIFEST_FILE", "system", "absolute-path", "", "Bazel's runfiles manifest"),
+    _v("container", "system", "text", "", "set by podman and systemd-nspawn inside a container"),
+    _v("SINGULARITY_NAME", "system", "text", "", "set inside a Singularity container"),
+    _v("APPTAINER_NAME", "system", "text", "", "set inside an Apptainer container"),
 )  # fmt: skip
 
 FAMILIES = (
-    Family("JAX_", "jax", "jax's configuration"),
-    Family("XLA_", "XLA", "XLA's and jaxlib's configuration"),
-    Family("TF_", "XLA", "XLA's logging and TensorFlow-era switches XLA still reads"),
-    Family("PJRT_", "XLA", "PJRT's configuration"),
-    Family("HSA_", "ROCm", "ROCr's configuration"),
-    Family("HIP_", "ROCm", "HIP's configuration"),
-    Family("ROCR_", "ROCm", "ROCr's configuration"),
-    Family("ROCM_", "ROCm", "the ROCm install"),
-    Family("HCC_", "ROCm", "the old HIP compiler's configuration"),
-    Family("ROCPROFILER_", "ROCm", "rocprofiler's configuration"),
-    Family("DEBUG_HIP_", "ROCm", "HIP's debugging switches"),
-    Family("AMD_", "ROCm", "the ROCm runtime and comgr"),
-    Family("GPU_", "ROCm", "the ROCm runtime's GPU settings"),
-    Family("ROCBLAS_", "ROCm", "rocBLAS's configuration"),
-    Family("HIPBLASLT_", "ROCm", "hipBLASLt's configuration"),
-    Family("MIOPEN_", "ROCm", "MIOpen's configuration"),
-    Family("TENSILE_", "ROCm", "Tensile's configuration"),
-    Family("RCCL_", "RCCL", "RCCL's configuration"),
-    Family("NCCL_", "RCCL", "RCCL reads NCCL's variables"),
-    Family("GLOO_", "jax", "gloo's configuration (CPU collectives)"),
-    Family("SLURM_", "launcher", "Slurm's job description"),
-    Family("OMPI_", "launcher", "Open MPI's job description"),
-    Family("PMI_", "launcher", "PMI's job description (MPICH, Cray MPICH, Intel MPI)"),
-    Family("PMIX_", "launcher", "PMIx's job description"),
-    Family("MPI_", "launcher", "an MPI's job description"),
-    Family("MPICH_", "launcher", "MPICH's configuration"),
-    Family("UCX_", "RCCL", "UCX's transports (RDMA)"),
-    Family("FI_", "RCCL", "libfabric's transports (RDMA)"),
-    Family("RUNFILES_", "system", "Bazel's runfiles"),
-    Family("JAX_ROCM_", "plugin", "the plugin's own (each declared above: any other is a mistake the doctor names)"),
+    ("JAX_", "jax", "jax's configuration"),
+    ("XLA_", "XLA", "XLA's and jaxlib's configuration"),
+    ("TF_", "XLA", "XLA's logging and TensorFlow-era switches XLA still reads"),
+    ("PJRT_", "XLA", "PJRT's configuration"),
+    ("HSA_", "ROCm", "ROCr's configuration"),
+    ("HIP_", "ROCm", "HIP's configuration"),
+    ("ROCR_", "ROCm", "ROCr's configuration"),
+    ("ROCM_", "ROCm", "the ROCm install"),
+    ("HCC_", "ROCm", "the old HIP compiler's configuration"),
+    ("ROCPROFILER_", "ROCm", "rocprofiler's configuration"),
+    ("DEBUG_HIP_", "ROCm", "HIP's debugging switches"),
+    ("AMD_", "ROCm", "the ROCm runtime and comgr"),
+    ("GPU_", "ROCm", "the ROCm runtime's GPU settings"),
+    ("ROCBLAS_", "ROCm", "rocBLAS's configuration"),
+    ("HIPBLASLT_", "ROCm", "hipBLASLt's configuration"),
+    ("MIOPEN_", "ROCm", "MIOpen's configuration"),
+    ("TENSILE_", "ROCm", "Tensile's configuration"),
+    ("RCCL_", "RCCL", "RCCL's configuration"),
+    ("NCCL_", "RCCL", "RCCL reads NCCL's variables"),
+    ("GLOO_", "jax", "gloo's configuration (CPU collectives)"),
+    ("SLURM_", "launcher", "Slurm's job description"),
+    ("OMPI_", "launcher", "Open MPI's job description"),
+    ("PMI_", "launcher", "PMI's job description (MPICH, Cray MPICH, Intel MPI)"),
+    ("PMIX_", "launcher", "PMIx's job description"),
+    ("MPI_", "launcher", "an MPI's job description"),
+    ("MPICH_", "launcher", "MPICH's configuration"),
+    ("UCX_", "RCCL", "UCX's transports (RDMA)"),
+    ("FI_", "RCCL", "libfabric's transports (RDMA)"),
+    ("RUNFILES_", "system", "Bazel's runfiles"),
+    ("JAX_ROCM_", "plugin", "the plugin's own (each declared above: any other is a mistake the doctor names)"),
 )
 
-DECLARED: dict[str, Variable] = {v.name: v for v in (*_PLUGIN, *_DEVELOPMENT, *_OTHERS)}
-_FAMILY_PREFIXES = tuple(f.prefix for f in FAMILIES)
+# The names alone are what a read checks: the records are built only where one is asked for (the doctor, a
+# setting's grammar), so that the warm path and the extension stubs pay a frozenset, not 80 records.
+_NAMES = frozenset(v[0] for v in (*_PLUGIN, *_DEVELOPMENT, *_OTHERS))
+_FAMILY_PREFIXES = tuple(f[0] for f in FAMILIES)
+
+
+@functools.cache
+def declared_variables() -> dict[str, Variable]:
+    """Every declared variable by name."""
+    return {v[0]: Variable(*v) for v in (*_PLUGIN, *_DEVELOPMENT, *_OTHERS)}
+
+
+@functools.cache
+def families() -> tuple[Family, ...]:
+    return tuple(Family(*f) for f in FAMILIES)
 
 
 def declared(name: str) -> bool:
     """Is `name` a declared variable, or one of a declared family (and not an unknown JAX_ROCM_ name)?"""
-    if name in DECLARED:
+    if name in _NAMES:
         return True
     return name.startswith(_FAMILY_PREFIXES) and not name.startswith(OWN_PREFIX)
 
@@ -251,7 +283,7 @@ def declared(name: str) -> bool:
 def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The value of a declared variable as set (None: unset; "" is a value), in `environ` (default: this
     process's environment, read now)."""
-    if name not in DECLARED and not declared(name):
+    if name not in _NAMES and not declared(name):
         raise UndeclaredVariable(f"{name} is read but not declared in {__name__}")
     return (os.environ if environ is None else environ).get(name)
 
@@ -265,7 +297,7 @@ def matching(prefixes: Iterable[str], environ: Mapping[str, str] | None = None) 
     declared name), sorted by name."""
     wanted = tuple(prefixes)
     for prefix in wanted:
-        if prefix not in DECLARED and not any(prefix.startswith(p) for p in _FAMILY_PREFIXES):
+        if prefix not in _NAMES and not any(prefix.startswith(p) for p in _FAMILY_PREFIXES):
             raise UndeclaredVariable(f"{prefix}* is read but no family of {__name__} holds it")
     return sorted((k, v) for k, v in (os.environ if environ is None else environ).items() if k.startswith(wanted))
 
@@ -293,7 +325,7 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path | None:
 
 def setting(name: str, environ: Mapping[str, str] | None = None) -> Setting:
     """A plugin variable read by its grammar; an invalid value gives the default and one sentence."""
-    variable = DECLARED[name]
+    variable = declared_variables()[name]
     raw = read(name, environ)
     default = _typed_default(variable)
     if raw is None or not raw.strip():
@@ -347,11 +379,11 @@ def problems(environ: Mapping[str, str] | None = None, *, skip: Iterable[str] = 
     for name, value in matching((OWN_PREFIX,), environ):
         if name in skipped:
             continue
-        variable = DECLARED.get(name)
+        variable = declared_variables().get(name)
         if variable is None:
             import difflib
 
-            own = [v.name for v in _PLUGIN if v.name.startswith(OWN_PREFIX) and not v.internal]
+            own = [v.name for v in declared_variables().values() if v.owner == "plugin" and not v.internal]
             close = difflib.get_close_matches(name, own, n=1, cutoff=0.6)
             if close:
                 problem, fix = f"is no variable of this plugin (did you mean {close[0]}?)", f"spell it {close[0]}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._environment import DECLARED
+from jax_rocm7_plugin._environment import declared_variables
 from tests.support.environment import REPO
 
 README = REPO / "README.md"
@@ -122,7 +122,7 @@ def test_the_readme_links_every_page_beside_the_code() -> None:
 def test_every_variable_the_plugin_reads_is_documented() -> None:
     """Each variable the plugin declares for its users (_environment.py) is in the README or a page it links."""
     documented = "\n".join(p.read_text() for p in linked_pages())
-    own = [v.name for v in DECLARED.values() if v.owner == "plugin" and not v.internal]
+    own = [v.name for v in declared_variables().values() if v.owner == "plugin" and not v.internal]
     assert len(own) >= 10
     assert [n for n in own if n not in documented] == []
 
@@ -133,8 +133,8 @@ def test_every_documented_variable_is_declared_with_the_default_the_docs_give() 
     for page in linked_pages():
         text = page.read_text()
         named = set(re.findall(r"\b(JAX_ROCM_[A-Z0-9_]+|JAX_ENABLE_ROCM_XDIST)\b", text))
-        assert sorted(n for n in named if n not in DECLARED) == [], page
+        assert sorted(n for n in named if n not in declared_variables()) == [], page
         for name, row in re.findall(r"^\| `(JAX_ROCM_[A-Z0-9_]+)[^`]*` \|(.*)$", text, re.MULTILINE):
-            default = DECLARED[name].default
+            default = declared_variables()[name].default
             if "(default" in row:  # "(default 30 ..." or "`error` (default ..."
                 assert f"(default {default}" in row or f"`{default}` (default" in row, (name, row)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin import _environment
-from jax_rocm7_plugin._environment import DECLARED, UndeclaredVariable, declared, problems, setting, switch
+from jax_rocm7_plugin._environment import UndeclaredVariable, declared, declared_variables, problems, setting, switch
 from tests.support.environment import REPO
 
 PLUGIN = REPO / "jax_rocm7_plugin"
@@ -113,7 +113,7 @@ def test_every_variable_named_by_policy_data_is_declared() -> None:
 
 
 def test_every_declaration_says_what_it_means() -> None:
-    for variable in DECLARED.values():
+    for variable in declared_variables().values():
         assert variable.meaning and variable.grammar, variable
         if variable.grammar == "choice":
             assert variable.default in variable.choices, variable
