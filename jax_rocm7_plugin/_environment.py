@@ -342,23 +342,23 @@ def switch(name: str, environ: Mapping[str, str] | None = None) -> bool:
     return bool(setting(name, environ).value)
 
 
+# What a valid value is, in words, by grammar (those not listed: "a value").
+_WANTS = {
+    "seconds": "a number of seconds above 0",
+    "seconds-or-off": "a number of seconds above 0, or off",
+    "count": "a whole number above 0",
+    "absolute-path": "an absolute path",
+    "names": "a comma-separated list of names",
+}
+
+
 def wants(variable: Variable) -> str:
     """What a valid value of `variable` is, in words."""
     if variable.grammar == "switch":
         return f"one of {', '.join(TRUE_WORDS)} (on) or {', '.join(FALSE_WORDS)} (off)"
-    if variable.grammar == "seconds":
-        return "a number of seconds above 0"
-    if variable.grammar == "seconds-or-off":
-        return "a number of seconds above 0, or off"
     if variable.grammar == "choice":
         return f"one of {', '.join(variable.choices)}"
-    if variable.grammar == "count":
-        return "a whole number above 0"
-    if variable.grammar == "absolute-path":
-        return "an absolute path"
-    if variable.grammar == "names":
-        return "a comma-separated list of names"
-    return "a value"
+    return _WANTS.get(variable.grammar, "a value")
 
 
 class Problem(NamedTuple):
