@@ -16,7 +16,6 @@ import re
 from collections.abc import Mapping, MutableMapping
 
 from jax_rocm7_plugin import _environment
-from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 
 ENABLE_VARIABLE = _environment.XDIST_GPUS
@@ -29,8 +28,8 @@ class IsolationError(ValueError):
 
 def assignment(environ: Mapping[str, str]) -> dict[str, str] | None:
     """The variables this worker should get, or None when isolation does not apply."""
-    count_text = (read(ENABLE_VARIABLE, environ) or "").strip()
-    worker = read(WORKER_VARIABLE, environ) or ""
+    count_text = (_environment.read(ENABLE_VARIABLE, environ) or "").strip()
+    worker = _environment.read(WORKER_VARIABLE, environ) or ""
     if not count_text or not worker:
         return None
     if not count_text.isdigit() or int(count_text) < 1:

@@ -15,7 +15,7 @@ import importlib
 import logging
 import os
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 # Only what a machine without an AMD GPU needs is imported up front: this module is
 # imported inside `import jax; jax.devices()`, which must stay within 1% of its cost
@@ -30,9 +30,6 @@ from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import Settings, read_settings, rocm_in_platforms
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
