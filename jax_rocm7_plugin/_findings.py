@@ -73,8 +73,25 @@ FindingId = Literal[
     "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
+    # The node's health (_machine/health_findings.py): a degraded GPU or a host setting, named with GPU and address.
+    "gpu-uncorrectable-errors",
+    "gpu-ras-inaccessible",
+    "gpu-pages-retired",
+    "gpu-correctable-errors",
+    "pcie-link-degraded",
+    "pcie-replays-rising",
+    "xgmi-link-missing",
+    "gpu-partition-mode",
+    "gpu-partition-mixed",
+    "gpu-power-capped",
+    "gpu-performance-level",
+    "gpu-hot-at-rest",
+    "host-iommu-not-pt",
+    "host-numa-balancing",
+    "host-memlock-limited",
 ]
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
+HEALTH_IDS: tuple[FindingId, ...] = FINDING_IDS[FINDING_IDS.index("gpu-uncorrectable-errors") :]
 # Errors after which the backend still comes up, but programs abort (the doctor's only: the loader registers).
 PROGRAMS_ABORT: frozenset[str] = frozenset({"math-library-gpu-unsupported"})
 SkewKind = Literal["jaxlib", "pjrt"]
@@ -659,6 +676,12 @@ def doctor_internal_error(error: Exception) -> Finding:
         f"the doctor failed unexpectedly ({type(error).__name__}: {error})",
         "report this at the project's issue tracker with the command you ran",
     )
+
+
+def node_health(id: FindingId, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
+    """A degraded GPU or host setting of this node (one of HEALTH_IDS; the rules: _machine/health_findings.py)."""
+    assert id in HEALTH_IDS, id
+    return Finding(id, severity, summary, fix, evidence)
 
 
 def known_issue(

@@ -27,6 +27,7 @@ from jax_rocm7_plugin._settings import Settings
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.gpu_health import NodeHealth
     from jax_rocm7_plugin._machine.memory import GpuMemory
     from jax_rocm7_plugin._machine.packages import PluginInventory
 
@@ -59,6 +60,13 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
 
     used = {node.index for _, node in used_gpus(facts)}  # a hidden GPU gets no finding of its own
     found.extend(memory_findings([m for m in memories if m.node_index in used]))
+    health, health_read_at = _read_health(facts)
+    if isinstance(health, Finding):
+        found.append(health)
+    elif health is not None:
+        from jax_rocm7_plugin._machine.health_findings import health_findings
+
+        found.extend(health_findings(health, settings.sysroot))
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
@@ -76,6 +84,7 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     if deep:
         hip, deeper = _deep(facts)
         found = _merge_same_ids([*found, *deeper])
+        found.extend(_health_since(facts, health, health_read_at))
         if not any(f.blocks_rocm for f in found):  # the backend will come up: does its first jit work?
             from jax_rocm7_plugin._doctor.first_jit import jit_findings, run_first_jit
 
@@ -101,6 +110,40 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
         first_jit=first_jit,
     )
     return report, facts
+
+
+def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:
+    """The health of every GPU of the node (hidden ones too: a degraded GPU is the node's, whoever uses it) and the
+    host settings AMD documents for them (_machine/gpu_health.py), and when it was read; a hung read is a finding."""
+    import time
+
+    machine = facts.machine
+    if machine is None or not machine.topology.gpus:
+        return None, 0.0
+    from jax_rocm7_plugin._machine.gpu_health import read_node
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    root, topology = facts.settings.sysroot, machine.topology
+    try:
+        return with_deadline(lambda: read_node(root, topology)), time.monotonic()
+    except Deadline as late:
+        from jax_rocm7_plugin._findings import machine_probe_timeout
+
+        return machine_probe_timeout(late.path, late.seconds), 0.0
+
+
+def _health_since(facts: Facts, before: NodeHealth | Finding | None, read_at: float) -> list[Finding]:
+    """--deep: the counters read again after the runtime and the first jit ran: what rose meanwhile."""
+    import time
+
+    if before is None or isinstance(before, Finding):
+        return []
+    after, _ = _read_health(facts)
+    if after is None or isinstance(after, Finding):
+        return []
+    from jax_rocm7_plugin._machine.health_findings import rising
+
+    return rising(before, after, time.monotonic() - read_at)
 
 
 def _child_environment(settings: Settings) -> dict[str, str]:

@@ -35,6 +35,8 @@ ClusterFindingId = Literal[
     "cluster-shm-too-small",
     "cluster-open-files-low",
     "cluster-known-issue",
+    "cluster-gpu-degraded",
+    "cluster-node-unlike-peers",
     "cluster-collective-hung",
     "cluster-collective-wrong",
     "cluster-process-slow",

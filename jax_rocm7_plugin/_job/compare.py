@@ -15,7 +15,7 @@ from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding, ClusterFindingId
 from jax_rocm7_plugin._job.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
-from jax_rocm7_plugin._job.record import ProcessRecord
+from jax_rocm7_plugin._job.record import GpuHealthFact, HealthFact, ProcessRecord
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy
@@ -621,6 +621,82 @@ def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFi
     return [catalog.mismatch(rule, "warning", summary, first.fix, processes, names, evidence)]
 
 
+def _gpu_degraded(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """Each host's own health warnings (_machine/health_findings.py), named with the host: one degraded GPU is
+    the most common reason a healthy-looking job fails, hangs or runs slowly."""
+    faulty: dict[str, tuple[tuple[str, str], ...]] = {}
+    for host, members in hosts.items():
+        health = _health_of(records, members)
+        if health is not None and health.faults:
+            faulty[host] = health.faults
+    if not faulty:
+        return []
+    processes, names = _concerns(records, [p for host in faulty for p in hosts[host]])
+    evidence = tuple(f"{host}: {summary} [{id}]" for host, faults in faulty.items() for id, summary in faults)
+    host, (_, first) = next((h, f[0]) for h, f in faulty.items())
+    more = sum(len(f) for f in faulty.values()) - 1
+    return [
+        catalog.mismatch(
+            "cluster-gpu-degraded",
+            "warning",
+            f"{host}: {first}" + (f"; {more} more fault(s) on {hosts_phrase(names)}" if more else ""),
+            f"drain the host(s) named and run `{DOCTOR_COMMAND}` there: it gives each GPU's fix",
+            processes,
+            names,
+            evidence[:32],
+        )
+    ]
+
+
+def _health_of(records: Records, members: Sequence[int]) -> HealthFact | None:
+    """The host's health, from the first of its processes that read it."""
+    return next((records[p].health for p in members if records[p].health is not None), None)
+
+
+# What a host's GPUs are compared by, and how a value reads: (name, the value of one GPU, the fix).
+_LIKE_PEERS: tuple[tuple[str, Callable[[GpuHealthFact], object], str], ...] = (
+    ("partition mode", lambda g: g.modes, "set the host's GPUs to its peers' mode (amd-smi set --compute-partition "
+     "and --memory-partition, as root)"),
+    ("PCIe link", lambda g: g.link, "reseat the narrower GPUs or check their slots and the firmware's PCIe settings"),
+    ("power cap", lambda g: f"{g.power_cap} W" if g.power_cap is not None else None, "set the same power cap "
+     "everywhere (amd-smi set --power-cap, as root), or reset it to the default"),
+    ("performance level", lambda g: g.level, "set every GPU's power_dpm_force_performance_level alike (auto)"),
+)  # fmt: skip
+
+
+def _node_unlike_peers(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """The odd host out: a host whose GPUs differ from the other hosts' in what an administrator sets or a slot
+    decides, where every host was read. One host alone has no peers."""
+    health = {host: h for host, members in hosts.items() if (h := _health_of(records, members)) is not None}
+    if len(health) < 2:
+        return []
+    found = []
+    for name, value, fix in _LIKE_PEERS:
+        described = {
+            host: tuple(sorted({str(value(g)) for g in h.gpus if value(g) is not None})) for host, h in health.items()
+        }
+        described = {host: values for host, values in described.items() if values}
+        by_value: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for host, values in described.items():
+            by_value[values].extend(hosts[host])
+        if len(by_value) < 2:
+            continue
+        text = describe_groups(by_value, _host_of(records), {k: ", ".join(k) for k in by_value})
+        processes, names = _concerns(records, outside_largest(by_value))
+        found.append(
+            catalog.mismatch(
+                "cluster-node-unlike-peers",
+                "warning",
+                f"the {name} of {hosts_phrase(names)} is unlike its peers': {text}",
+                fix,
+                processes,
+                names,
+                tuple(f"{host}: {', '.join(values)}" for host, values in described.items())[:16],
+            )
+        )
+    return found
+
+
 def _release(version: str | None) -> str | None:
     try:
         return release_str(version) if version else None
@@ -644,5 +720,7 @@ _RULES = (
     _open_files,
     _environment,
     _known_issues,
+    _gpu_degraded,
+    _node_unlike_peers,
 )
 _HOST_PROBE_RULES = frozenset({_socket_ifname, _rdma, _shm, _open_files})

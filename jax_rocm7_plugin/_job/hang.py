@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import queue
-import socket
 import sys
 import threading
 import time
@@ -49,6 +48,7 @@ class HangSettings(NamedTuple):
     action: str  # "report" or "exit"
     platforms: frozenset[str]
     problems: tuple[str, ...] = ()
+    root: str = "/"  # the machine's files (JAX_ROCM_SYSROOT): its GPUs' counters and its host name
 
 
 def read_settings(environ: Mapping[str, str]) -> HangSettings:
@@ -56,7 +56,8 @@ def read_settings(environ: Mapping[str, str]) -> HangSettings:
     timeout, action = _environment.setting(TIMEOUT_VARIABLE, environ), _environment.setting(ACTION_VARIABLE, environ)
     platforms = _environment.setting(PLATFORMS_VARIABLE, environ).value
     problems = tuple(p for p in (timeout.problem, action.problem) if p is not None)
-    return HangSettings(timeout.value, action.value, platforms, problems)
+    root = _environment.read(_environment.SYSROOT, environ) or "/"
+    return HangSettings(timeout.value, action.value, platforms, problems, root)
 
 
 # --- where a thread is ---------------------------------------------------------------------------------------
@@ -101,6 +102,7 @@ class Answer(NamedTuple):
     in_jax: bool
     seconds: float
     frames: tuple[str, ...]
+    moved: tuple[str, ...] = ()  # what its host's GPU counters did since the watcher started (_gpu_counters_moved)
 
 
 def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) -> tuple[str, str]:
@@ -109,10 +111,16 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
     groups: dict[tuple[str, bool], list[Answer]] = {}
     for answer in sorted(answers.values()):
         groups.setdefault((answer.place, answer.in_jax), []).append(answer)
+    moved = _moved(answers)
     if not silent and len(groups) == 1:
         (place, in_jax), members = next(iter(groups.items()))
         seconds = min(a.seconds for a in members)
         where = f"in jax ({place})" if in_jax else f"in {place}"
+        if moved:  # everyone waits in one place, and one GPU's counters moved meanwhile: that GPU is the lead
+            return "warning", (
+                f"all {count} processes have been {where} for {seconds:.0f} s, and meanwhile {moved}: the job "
+                "likely waits on that GPU"
+            )
         return "info", (
             f"all {count} processes have been {where} for {seconds:.0f} s: a long step, compile or checkpoint "
             "is in one place everywhere, which is no process holding the others up"
@@ -132,7 +140,18 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
     for process in silent:
         host = hosts.get(process, "host unknown")
         parts.append(f"process {process} ({host}) does not answer: frozen, dead, or its main thread holds the GIL")
+    if moved:
+        parts.append(f"meanwhile {moved}")
     return "warning", "; ".join(parts)
+
+
+def _moved(answers: Mapping[int, Answer]) -> str:
+    """What the hosts' GPU counters did during the job, each host said once (its processes read the same GPUs)."""
+    said: dict[tuple[str, str], None] = {}
+    for answer in sorted(answers.values()):
+        for line in answer.moved:
+            said[(answer.host, line)] = None
+    return "; ".join(f"on {host}, {line}" for host, line in said)
 
 
 # --- the watcher ---------------------------------------------------------------------------------------------
@@ -194,7 +213,8 @@ class Watcher(threading.Thread):
         self.sample = self.period(self.timeout)
         self.call_seconds = max(5.0, 4 * self.sample)  # seen: 2 s ran out under load (the helper then left stuck)
         self.main = threading.main_thread()
-        self.host = socket.gethostname()
+        self.host = _host_name(settings.root)
+        self.counters: tuple[Any, float] | None = None  # the host's GPU counters at the start, and when
         self.answered: set[str] = set()
         self.noticed = False  # this process has noticed that the main thread stays where it is
         self.answered_here = False  # an ask of another process answered since the main thread stopped here
@@ -214,6 +234,7 @@ class Watcher(threading.Thread):
     def run(self) -> None:
         # Nothing is published while the job is healthy: the service holds this watcher's keys only once a
         # process has noticed (its ask, every answer).
+        self._try(self._read_counters)
         last, since = None, time.monotonic()
         while self.alive():
             time.sleep(self.sample)
@@ -240,11 +261,34 @@ class Watcher(threading.Thread):
             if not self.answered_here:
                 self._ask(frames, seconds)
 
+    def _read_counters(self) -> None:
+        """The host's GPU counters when the watcher starts (off the main thread: nothing added to the job's start)."""
+        self.counters = (_gpu_counters(self.settings.root), time.monotonic())
+
     def _record(self, frames: list[tuple[str, int, str]], seconds: float) -> str:
         place, in_jax = place_of(frames)
+        moved: list[str] = []
+        self._try(lambda: moved.extend(self._gpu_counters_moved()))
         return json.dumps(
-            {"host": self.host, "place": place, "in_jax": in_jax, "seconds": round(seconds, 1), "frames": _text(frames)}
+            {
+                "host": self.host,
+                "place": place,
+                "in_jax": in_jax,
+                "seconds": round(seconds, 1),
+                "frames": _text(frames),
+                "moved": moved,
+            }
         )
+
+    def _gpu_counters_moved(self) -> list[str]:
+        """The host's GPUs read again against the start: new uncorrectable errors, a reset, replays that rose."""
+        if self.counters is None or self.counters[0] is None:
+            return []
+        from jax_rocm7_plugin._machine.health_findings import rising
+
+        before, at = self.counters
+        now = _gpu_counters(self.settings.root)
+        return [] if now is None else [f.summary for f in rising(before, now, time.monotonic() - at)]
 
     def _answer(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
         """Publish this process's place for every ask not answered yet; leave where an exit was asked."""
@@ -325,6 +369,7 @@ class Watcher(threading.Thread):
                 bool(data["in_jax"]),
                 float(data["seconds"]),
                 tuple(data["frames"]),
+                tuple(str(line) for line in data.get("moved", ())),
             )
         level, line = report(answers, self.count, {})  # a process that does not answer has said no host
         where = self._write_stacks(answers)
@@ -369,6 +414,33 @@ class Watcher(threading.Thread):
         except OSError as error:
             return f"not written ({error})"
         return path
+
+
+def _host_name(root: str) -> str:
+    from pathlib import Path
+
+    from jax_rocm7_plugin._machine.host import host_name
+
+    return host_name(Path(root))
+
+
+def _gpu_counters(root: str) -> Any:
+    """The node's GPUs, cheaply (error counters, replays, modes: _machine/gpu_health.py), under a deadline; None
+    where there are none or the driver does not answer."""
+    from pathlib import Path
+
+    from jax_rocm7_plugin._machine.gpu_health import read_node
+    from jax_rocm7_plugin._machine.topology import read_topology
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    def read() -> Any:
+        topology = read_topology(Path(root))
+        return read_node(Path(root), topology, full=False) if topology.gpus else None
+
+    try:
+        return with_deadline(read)
+    except (Deadline, OSError):
+        return None
 
 
 def _leave() -> None:

@@ -28,9 +28,10 @@ from jax_rocm7_plugin._policy.cluster_policy import REDACTED
 from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.gpu_health import NodeHealth
     from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
 
-SCHEMA = 2  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions
+SCHEMA = 3  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions; 3: health
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _MIN_SECRET_CHARS = 4  # shorter values ("1", "no") would redact half of every other value
 
@@ -59,6 +60,25 @@ class JoinFact(NamedTuple):
     method: str  # "slurm", "ompi", "k8s", "mpi4py", ... or "arguments"
 
 
+class GpuHealthFact(NamedTuple):
+    """One physical GPU's health as the processes of a job compare it (None: not read)."""
+
+    ordinal: int
+    pci: str | None
+    uncorrectable: int | None
+    modes: str | None  # "SPX/NPS1"
+    link: str | None  # "32 GT/s x16"
+    power_cap: int | None  # watts
+    level: str | None  # the forced performance level
+
+
+class HealthFact(NamedTuple):
+    """The node's health: its GPUs, and its own warnings (id, summary), each naming the GPU and its address."""
+
+    gpus: tuple[GpuHealthFact, ...]
+    faults: tuple[tuple[str, str], ...]
+
+
 class ProcessRecord(NamedTuple):
     join: JoinFact
     host: str
@@ -77,6 +97,7 @@ class ProcessRecord(NamedTuple):
     rdma_devices: tuple[str, ...]
     verbs_nodes: tuple[str, ...]
     truncated: tuple[str, ...] = ()  # what was left out to stay within the bound
+    health: HealthFact | None = None  # read in the preflight, and at backend start by a host's first process
 
     @property
     def process_id(self) -> int:
@@ -111,6 +132,9 @@ class ProcessRecord(NamedTuple):
             "interfaces": [[i.name, i.up, list(i.addresses)] for i in self.interfaces],
             "rdma": {"devices": list(self.rdma_devices), "verbs_nodes": list(self.verbs_nodes)},
             "truncated": list(self.truncated),
+            "health": None
+            if self.health is None
+            else {"gpus": [list(g) for g in self.health.gpus], "faults": [list(f) for f in self.health.faults]},
         }
 
 
@@ -166,9 +190,19 @@ def _shared_fields(data: Mapping[str, Any]) -> dict[str, Any]:
             ),
             "rdma_devices": tuple(str(d) for d in data["rdma"]["devices"]),
             "verbs_nodes": tuple(str(d) for d in data["rdma"]["verbs_nodes"]),
+            "health": _health(data["health"]),
         }
     except (KeyError, TypeError, IndexError, AttributeError) as error:
         raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
+
+
+def _health(data: Any) -> HealthFact | None:
+    if data is None:
+        return None
+    gpus = tuple(
+        GpuHealthFact(int(g[0]), g[1], _optional_int(g[2]), g[3], g[4], _optional_int(g[5]), g[6]) for g in data["gpus"]
+    )
+    return HealthFact(gpus, tuple((str(i), str(s)) for i, s in data["faults"]))
 
 
 def decode(text: str, shared: dict[str, dict[str, Any]] | None = None) -> ProcessRecord:
@@ -241,6 +275,7 @@ _CUTS = (
     ("interfaces", lambda r: r._replace(interfaces=tuple(i for i in r.interfaces if i.up)[:16])),
     ("environment", lambda r: r._replace(environment=r.environment[:32])),
     ("gpus", lambda r: r._replace(gpus=r.gpus[:16])),
+    ("health faults", lambda r: r._replace(health=r.health and r.health._replace(faults=r.health.faults[:8]))),
 )
 
 
@@ -341,13 +376,16 @@ def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
     machine, view = facts.machine, facts.view
     if machine is None:
         return (), ()
+    from jax_rocm7_plugin._machine.topology import pci_functions
+
     nodes = machine.topology.gpus
+    functions = pci_functions(nodes)  # partitions of one GPU share its function
     gpus = tuple(
         GpuFact(
             node.index,
             node.gfx_target,
             f"GPU-{node.properties['unique_id']:016x}" if node.properties.get("unique_id") else None,
-            _pci_bus(node.properties),
+            functions[node.index][0] if node.index in functions else None,
         )
         for node in nodes
     )
@@ -355,13 +393,41 @@ def gpu_facts(facts: Facts) -> tuple[tuple[GpuFact, ...], tuple[int, ...]]:
     return gpus, visible
 
 
-def _pci_bus(properties: Mapping[str, int]) -> str | None:
-    """domain:bus:device.function from KFD's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
-    location = properties.get("location_id")
-    if location is None:
+def health_fact(facts: Facts, *, full: bool) -> HealthFact | None:
+    """The node's health (_machine/gpu_health.py): everything in the preflight (`full`); at backend start only
+    what is cheap and decisive, the error counters and partition modes."""
+    machine = facts.machine
+    if machine is None or not machine.topology.gpus:
         return None
-    domain = properties.get("domain", 0)
-    return f"{domain:04x}:{(location >> 8) & 0xFF:02x}:{(location >> 3) & 0x1F:02x}.{location & 0x7}"
+    from jax_rocm7_plugin._machine.gpu_health import read_node
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    root = facts.settings.sysroot
+    try:
+        node = with_deadline(lambda: read_node(root, machine.topology, full=full))
+    except Deadline:
+        return None  # a hung driver: the backend's own start says more than a record could
+    return summarised(node, root)
+
+
+def summarised(node: NodeHealth, root: Path) -> HealthFact:
+    """What a record carries of a node's health: per GPU what hosts are compared by, and the node's warnings."""
+    from jax_rocm7_plugin._machine.health_findings import health_findings
+
+    gpus = tuple(
+        GpuHealthFact(
+            g.ordinal,
+            g.pci,
+            g.uncorrectable if g.ras else None,
+            f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition else None,
+            f"{g.link.speed:g} GT/s x{g.link.width}" if g.link is not None and g.link.speed else None,
+            round(g.power_cap_watts) if g.power_cap_watts is not None else None,
+            g.performance_level,
+        )
+        for g in node.gpus
+    )
+    faults = tuple((f.id, f.summary) for f in health_findings(node, root) if f.severity == "warning")
+    return HealthFact(gpus, faults)
 
 
 def rocm_fact(facts: Facts) -> RocmFact | None:
@@ -452,6 +518,8 @@ def build_record(
         rdma_devices=(),
         verbs_nodes=(),
     )
+    if host_probes or join.local_process_id in (0, None):  # at backend start one process per host reads it
+        record = record._replace(health=health_fact(facts, full=host_probes))
     if not host_probes:
         return record
     from jax_rocm7_plugin._machine.host import open_files_limit

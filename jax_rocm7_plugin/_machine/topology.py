@@ -136,3 +136,31 @@ def read_topology(root: Path) -> Topology:
         elif properties is not None:
             nodes.append(KfdNode(index=int(name), properties=properties))
     return Topology(present=True, nodes=tuple(nodes), problems=tuple(problems))
+
+
+def pci_functions(gpus: tuple[KfdNode, ...]) -> dict[int, tuple[str, int]]:
+    """KFD node index -> (the PCI function of its GPU as domain:bus:device.function, its partition index).
+
+    `location_id` is the function's bus << 8 | device << 3 | function. A partitioned GPU (MI300's DPX/QPX/CPX) is
+    one KFD node per partition, and the driver ORs each partition's index into the low bits (kfd_topology.c:
+    `location_id |= node_id`): partitions 0-7 of 0000:05:00.0 read as 05:00.0 to 05:00.7. Nodes that share
+    everything but those bits are therefore partitions of one function, never functions of their own."""
+    located = [
+        (n.index, n.properties.get("domain", 0), n.properties["location_id"])
+        for n in gpus
+        if "location_id" in n.properties
+    ]
+    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for index, domain, location in located:
+        groups.setdefault((domain, location & ~0x7), []).append((index, location))
+    found: dict[int, tuple[str, int]] = {}
+    for (domain, base), members in groups.items():
+        for index, location in members:
+            function = base if len(members) > 1 else location
+            partition = location & 0x7 if len(members) > 1 else 0
+            found[index] = (_bdf(domain, function), partition)
+    return found
+
+
+def _bdf(domain: int, location: int) -> str:
+    return f"{domain:04x}:{(location >> 8) & 0xFF:02x}:{(location >> 3) & 0x1F:02x}.{location & 0x7}"

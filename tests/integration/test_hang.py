@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,10 @@ import pytest
 from jax_rocm7_plugin._job import hang
 from tests.support.cluster import free_port
 from tests.support.environment import REPO
+from tests.support.node_health import HEALTHY_NODES, make_node
 from tests.support.sysroots import make_sysroot
+
+MI300X_NODE = HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"]
 
 JOB = REPO / "tests" / "support" / "hang_job.py"
 HANG_TIMEOUT = 3
@@ -32,10 +36,14 @@ def run_job(
     stop: int | None = None,
     stop_after: float = 1.0,
     until: str | None = None,
+    roots: list[Path] | None = None,
+    meanwhile: Callable[[list[Path]], None] | None = None,
     **variables: str,
 ) -> tuple[list[str], list[int | None]]:
     """Start the three processes, wait up to `seconds` or until an output holds `until` (SIGSTOP process `stop`
-    `stop_after` seconds into the loop), end them all; each process's output, and its exit code before it was ended."""
+    `stop_after` seconds into the loop), end them all; each process's output, and its exit code before it was ended.
+    `roots`: each process's own machine (else one without GPUs for all); `meanwhile`: called once every process
+    is in the loop (given the outputs)."""
     root = make_sysroot(tmp_path / "machine", [], topology=False, amdgpu_module=False, kfd=False)
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
     environ = {
@@ -53,7 +61,7 @@ def run_job(
     started = [
         subprocess.Popen(
             [sys.executable, str(JOB), str(i), "3", str(port), str(steps)],
-            env=environ,
+            env={**environ, "JAX_ROCM_SYSROOT": str(roots[i])} if roots else environ,
             stdout=out.open("w"),
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
@@ -67,6 +75,10 @@ def run_job(
                 time.sleep(0.2)
             time.sleep(stop_after)
             started[stop].send_signal(signal.SIGSTOP)
+        if meanwhile is not None:
+            while time.monotonic() < deadline and not all("devices" in out.read_text() for out in outs):
+                time.sleep(0.2)
+            meanwhile(outs)
         while time.monotonic() < deadline and any(p.poll() is None for p in started):
             if until is not None and any(until in out.read_text() for out in outs):
                 time.sleep(0.5)  # the rest of the report's line
@@ -134,6 +146,31 @@ def test_all_in_one_place_blames_no_one_and_never_exits(tmp_path: Path) -> None:
     (line,) = said(outputs, "all 3 processes have been")  # the watcher saw it (with it off, no line comes)
     assert " INFO " in line and "no process holding the others up" in line
     assert said(outputs, "ROCm job hangs:") == [] and codes == [None, None, None]
+
+
+def test_all_in_one_place_names_the_gpu_whose_counters_moved(tmp_path: Path) -> None:
+    """Each process on a host of its own (its sysroot: 8 MI300X in the documented sysfs formats); while every
+    process sleeps in one place, one GPU of host-1 counts an uncorrectable error: the report names it."""
+    roots = []
+    for i in range(3):
+        root = make_node(tmp_path / f"host-{i}", MI300X_NODE)
+        (root / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
+        (root / "proc" / "sys" / "kernel" / "hostname").write_text(f"host-{i}\n")
+        roots.append(root)
+    counters = roots[1] / "sys" / "bus" / "pci" / "devices" / MI300X_NODE.boards[3].pci / "ras" / "aca_umc"
+
+    def break_a_gpu(outs: list[Path]) -> None:
+        time.sleep(1.0)  # the watchers have read the counters at their start
+        counters.write_text("ue: 1\nce: 0\nde: 0\n")
+
+    outputs, _ = run_job(
+        tmp_path, 10 + BOUND, FAULT="sleep", FAULT_PROCESS="-2", until="all 3 processes", roots=roots,
+        meanwhile=break_a_gpu,
+    )  # fmt: skip
+    (line,) = said(outputs, "all 3 processes have been")
+    assert " WARNING " in line, line
+    assert f"on host-1, GPU 3 (gfx942 at {MI300X_NODE.boards[3].pci}) had 1 new uncorrectable error(s)" in line
+    assert "the job likely waits on that GPU" in line and "host-0," not in line and "host-2," not in line
 
 
 def test_exit_makes_every_process_leave_with_the_stated_code(tmp_path: Path) -> None:

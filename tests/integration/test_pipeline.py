@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._findings import FINDING_IDS, Finding
+from jax_rocm7_plugin._findings import FINDING_IDS, HEALTH_IDS, Finding
 from jax_rocm7_plugin._pipeline import FACT_STEPS, STEPS, Facts, checks
 from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
 from tests.support.inprocess import doctor, loader_plan
@@ -172,6 +172,7 @@ NEVER_BLOCKING = {
     "rocm-older-than-library",
     "library-dependency-preloaded",
     "known-issue",  # the doctor's, from the pipeline's facts after the checks (test_known_issues.py)
+    *HEALTH_IDS,  # the doctor's, from the node's health files (test_node_health.py)
 }
 
 

@@ -28,6 +28,7 @@ from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._policy import releases as release_table
 from tests.support.inprocess import doctor
+from tests.support.node_health import HEALTHY_NODES, Node, kfd_gpus, write_health
 from tests.support.sysroots import (
     PUBLISHED_TARGETS,
     Gpu,
@@ -80,6 +81,7 @@ class Host:
     node_uid: int = 0
     group_names: Mapping[str, int] = field(default_factory=dict)
     proc_version: str | None = None  # the running kernel's /proc/version line (None: not written)
+    node: Node | None = None  # its GPUs' health files (tests/support/node_health.py), which then give its GPUs
 
     def but(self, **changes: object) -> Host:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -119,6 +121,11 @@ HEALTHY: tuple[Host, ...] = (
     Host("MI300X x8, TheRock's tarball", _gpu(90402, 8), layout="therock"),
     Host("MI300X x1, TheRock's pip ROCm", _gpu(90402, 1), layout="pip"),
     Host("RX 7900 XTX under WSL", (), wsl=True, system_bytes=64 * GIB),
+    Host(
+        "MI300X x8 with its health files: XGMI hive, SPX/NPS1, RAS counters at zero, links at 32 GT/s x16",
+        (),
+        node=HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"],
+    ),
     Host(
         "MI300X x8 in a container, user 1000 given the nodes' group by number (--group-add 110)",
         _gpu(90402, 8),
@@ -431,13 +438,15 @@ def build_host(
     kernels = host.kernels if host.kernels is not None else ROCM_KERNELS.get(line, ROCM_KERNELS["7.14"])
     root = make_sysroot(
         where / "root",
-        list(host.gpus),
+        list(host.gpus) if host.node is None else kfd_gpus(host.node),
         topology=not host.wsl,
         amdgpu_module=not host.wsl,
         kfd=not host.wsl,
         dxg=host.wsl,
         system_bytes=host.system_bytes,
     )
+    if host.node is not None:
+        write_health(root, host.node)
     environ = dict(host.environ)
     library = build / "fleet-lib" / "libpjrt_gpu.so"
     home = add_rocm(root, build, rocm, toolchain=host.layout == "amd")

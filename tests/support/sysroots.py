@@ -49,6 +49,7 @@ class Gpu:
     vram_bytes: int = 192 * 1024**3  # its frame buffer bank (an APU's: the VRAM carve-out)
     apu: bool = False  # a GPU node with CPU cores, as KFD lists older APUs (current ones: a node of its own)
     device_id: int = 0x74A1  # PCI device id (MI300X; MI300A is 0x74A0)
+    extra: tuple[tuple[str, int], ...] = ()  # more `key value` lines (domain, location_id, hive_id)
 
 
 def properties_text(gpu: Gpu | None) -> str:
@@ -66,6 +67,7 @@ def properties_text(gpu: Gpu | None) -> str:
     ]
     if gpu.drm_render_minor is not None:
         lines.append(f"drm_render_minor {gpu.drm_render_minor}")
+    lines.extend(f"{key} {value}" for key, value in gpu.extra)
     return "\n".join(lines) + "\n"
 
 

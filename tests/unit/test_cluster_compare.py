@@ -14,6 +14,7 @@ from jax_rocm7_plugin._job.phrases import ranges
 from jax_rocm7_plugin._job.record import (
     GpuFact,
     JoinFact,
+    SCHEMA,
     ProcessRecord,
     RocmFact,
     decode,
@@ -181,7 +182,7 @@ def test_records_are_bounded_and_secrets_never_leave() -> None:
     assert "hf_abcdefgh12345" not in text and "pa55word" not in text
     with pytest.raises(ValueError):
         from_json({"schema": 99})
-    for garbage in ("", "{}", "not json\n{}", text.replace('"schema":2', '"schema":1')):
+    for garbage in ("", "{}", "not json\n{}", text.replace(f'"schema":{SCHEMA}', '"schema":1')):
         with pytest.raises(ValueError):
             decode(garbage)
 

@@ -43,6 +43,21 @@ def test_all_in_one_place_is_info_and_blames_no_one() -> None:
     assert "holds" not in line.replace("holding", "")
 
 
+def test_all_in_one_place_with_a_gpu_whose_counters_moved_names_that_gpu() -> None:
+    """A hang every process shares in one place is attributed to the GPU whose counters moved, said once for its
+    host although every process there read it."""
+    ue = "GPU 3 (gfx942 at 0000:65:00.0) had 1 new uncorrectable error(s) in 640 s (umc +1)"
+    answers = {p: answer(p, "train.py:88 step", True, host=f"node-{p // 2}") for p in range(4)}
+    for p in (2, 3):
+        answers[p] = answers[p]._replace(moved=(ue,))
+    level, line = report(answers, 4, {})
+    assert level == "warning"
+    assert line == (
+        f"all 4 processes have been in jax (train.py:88 step) for 612 s, and meanwhile on node-1, {ue}: the job "
+        "likely waits on that GPU"
+    )
+
+
 def test_the_place_is_the_innermost_frame_of_the_users_code() -> None:
     frames = [("/home/me/train.py", 10, "<module>"), ("/home/me/train.py", 88, "step"), (JAX, 400, "__array__")]
     assert hang.place_of(frames) == ("train.py:88 step", True)
