@@ -12,9 +12,9 @@ from jax_rocm7_plugin._cluster.launcher import expand_hostlist, slurm_hosts, tas
 from jax_rocm7_plugin._job.compare import compare, socket_ifname_problem
 from jax_rocm7_plugin._job.phrases import ranges
 from jax_rocm7_plugin._job.record import (
+    SCHEMA,
     GpuFact,
     JoinFact,
-    SCHEMA,
     ProcessRecord,
     RocmFact,
     decode,
