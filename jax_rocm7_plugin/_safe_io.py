@@ -88,6 +88,23 @@ def read_text(path: str | os.PathLike[str], limit: int) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def read_attribute(path: str, limit: int = 4096) -> str:
+    """A small sysfs attribute (one page at most), for reads of many of them where read_text's checks would be
+    most of the cost (the job check's GPU counters at backend start). Opened non-blocking and read once: a FIFO
+    put there answers at once (empty, or EAGAIN as an OSError) instead of blocking, a directory raises, and a
+    device gives at most `limit` bytes. Callers still run under with_deadline, as every machine read does."""
+    me = threading.get_ident()
+    _reading[me] = path
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            return os.read(descriptor, limit).decode("utf-8", errors="replace")
+        finally:
+            os.close(descriptor)
+    finally:
+        _reading.pop(me, None)
+
+
 def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
     """probe() in a daemon thread; Deadline (naming what it was reading) if it does not finish in time.
 

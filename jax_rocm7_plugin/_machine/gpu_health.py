@@ -42,7 +42,7 @@ MAX_ATTRIBUTE_BYTES = 64 * 1024  # sysfs attributes are at most a page; the bad-
 MAX_BAD_PAGES_BYTES = 4 * 1024 * 1024
 _BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*GT/s")
-_COUNT_LINE = re.compile(r"^(ue|ce|de):\s*(\d+)\s*$")
+_COUNTERS = ("ue", "ce", "de")
 _INACCESSIBLE = "Query currently inaccessible"
 
 
@@ -142,7 +142,7 @@ class NodeHealth(NamedTuple):
     bad_page_parameter: int | None
 
 
-def _text(path: Path, limit: int = MAX_ATTRIBUTE_BYTES) -> str | None:
+def _text(path: str | Path, limit: int = MAX_ATTRIBUTE_BYTES) -> str | None:
     from jax_rocm7_plugin._safe_io import read_text
 
     try:
@@ -151,7 +151,17 @@ def _text(path: Path, limit: int = MAX_ATTRIBUTE_BYTES) -> str | None:
         return None
 
 
-def _integer(path: Path, base: int = 10) -> int | None:
+def _attribute(path: str) -> str | None:
+    """A small sysfs attribute, read cheaply (_safe_io.read_attribute): the counters of the cheap read."""
+    from jax_rocm7_plugin._safe_io import read_attribute
+
+    try:
+        return read_attribute(path).strip()
+    except OSError:
+        return None
+
+
+def _integer(path: str | Path, base: int = 10) -> int | None:
     text = _text(path)
     try:
         return int(text, base) if text else None
@@ -169,9 +179,10 @@ def parse_counts(text: str) -> dict[str, int] | None:
     """{'ue': N, 'ce': M(, 'de': K)} of a RAS counter file; None when it holds no count (inaccessible, garbage)."""
     counts = {}
     for line in text.splitlines():
-        match = _COUNT_LINE.match(line.strip())
-        if match:
-            counts[match.group(1)] = int(match.group(2))
+        key, colon, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if colon and key in _COUNTERS and value.isdigit():
+            counts[key] = int(value)
     return counts if "ue" in counts and "ce" in counts else None
 
 
@@ -206,8 +217,10 @@ def parse_memlock(text: str | None) -> int | None:
     return None
 
 
-def _ras(device: Path, root: Path) -> tuple[tuple[RasBlock, ...], tuple[str, ...]]:
-    folder = device / "ras"
+def _ras(device: str, shown: str) -> tuple[tuple[RasBlock, ...], tuple[str, ...]]:
+    """The counters under `device`/ras (`shown`: the device folder as the machine names it). Plain strings: this
+    is the job check's read at backend start, where pathlib's cost would be most of it."""
+    folder = f"{device}/ras"
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -221,11 +234,11 @@ def _ras(device: Path, root: Path) -> tuple[tuple[RasBlock, ...], tuple[str, ...
             block = name[len("aca_") :]
         else:
             continue
-        text = _text(folder / name)
+        text = _attribute(f"{folder}/{name}")
         if text is None:
             continue
         counts = parse_counts(text)
-        where = machine_path(folder / name, root)
+        where = f"{shown}/ras/{name}"
         if counts is None:
             if _INACCESSIBLE in text:
                 inaccessible.append(where)
@@ -234,12 +247,11 @@ def _ras(device: Path, root: Path) -> tuple[tuple[RasBlock, ...], tuple[str, ...
     return tuple(blocks), tuple(inaccessible)
 
 
-def _bad_pages(device: Path, root: Path) -> BadPages | None:
-    path = device / "ras" / "gpu_vram_bad_pages"
-    text = _text(path, MAX_BAD_PAGES_BYTES)
+def _bad_pages(device: str, shown: str) -> BadPages | None:
+    text = _text(f"{device}/ras/gpu_vram_bad_pages", MAX_BAD_PAGES_BYTES)
     if text is None:
         return None
-    return BadPages(*parse_bad_pages(text), machine_path(path, root))
+    return BadPages(*parse_bad_pages(text), f"{shown}/ras/gpu_vram_bad_pages")
 
 
 def _pci_id(folder: Path, name: str) -> int | None:
@@ -355,19 +367,22 @@ def read_gpus(root: Path, topology: Topology, *, full: bool = True) -> tuple[Gpu
         if pci is None:
             found.append(base._replace(hive=hive))
             continue
-        device = host_path(root, f"{PCI_DEVICES}/{pci}")
-        ras, inaccessible = _ras(device, root)
-        modes = _text(device / "current_compute_partition"), _text(device / "current_memory_partition")
+        shown = f"{PCI_DEVICES}/{pci}"
+        folder = str(host_path(root, shown))
+        ras, inaccessible = _ras(folder, shown)
+        modes = _attribute(f"{folder}/current_compute_partition"), _attribute(f"{folder}/current_memory_partition")
+        replays = _attribute(f"{folder}/pcie_replay_count")
         base = base._replace(
             ras=ras,
             ras_inaccessible=inaccessible,
-            replays=_integer(device / "pcie_replay_count"),
+            replays=int(replays) if replays and replays.isdigit() else None,
             compute_partition=modes[0],
             memory_partition=modes[1],
         )
         if not full:
             found.append(base._replace(hive=hive))
             continue
+        device = Path(folder)
         # Partitions of one GPU share its links: the first node's say where the GPU reaches.
         linked = {ordinal_of_node[p] for p in _xgmi_links(first, root) if p in ordinal_of_node}
         peers = sorted(linked - {ordinal})
@@ -377,7 +392,7 @@ def read_gpus(root: Path, topology: Topology, *, full: bool = True) -> tuple[Gpu
         found.append(
             base._replace(
                 vram_bytes=_vram_bytes(device, root, first),
-                bad_pages=_bad_pages(device, root),
+                bad_pages=_bad_pages(folder, shown),
                 link=_link(device, root),
                 hive=hive,
                 xgmi_peers=tuple(peers),

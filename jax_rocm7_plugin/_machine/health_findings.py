@@ -249,6 +249,8 @@ def _correctable_outliers(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
     if len(counted) < 2:
         return []
     factor, least = policy.threshold("correctable_outlier_factor"), policy.threshold("correctable_outlier_min")
+    if all(g.correctable < least for g in counted):
+        return []
     found = []
     for gpu in counted:
         peers = median(g.correctable for g in counted if g is not gpu)

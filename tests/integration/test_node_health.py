@@ -292,3 +292,20 @@ def test_the_doctor_names_a_degraded_gpu_as_its_page_shows(
     shown = depth_example("[warning] gpu-uncorrectable-errors:")
     head, fix = " ".join(line.strip() for line in shown[:-1]), shown[-1].strip().removesuffix("...").rstrip()
     assert f"  {head}" in text.splitlines() and any(line.strip().startswith(fix) for line in text.splitlines())
+
+
+def test_a_fifo_where_a_counter_belongs_never_blocks_the_cheap_read(tmp_path: Path) -> None:
+    """The job check reads the counters without read_text's checks (one non-blocking read each): a FIFO planted
+    as a counter file answers at once and is a counter not known."""
+    import os
+
+    from jax_rocm7_plugin._safe_io import with_deadline
+
+    root = make_node(tmp_path / "root", MI300X_NODE)
+    planted = root / "sys/bus/pci/devices" / FAULTY_PCI / "ras" / "aca_umc"
+    planted.unlink()
+    os.mkfifo(planted)
+    topology = read_topology(root)
+    node = with_deadline(lambda: read_node(root, topology, full=False), 5.0)
+    assert "umc" not in [b.name for b in node.gpus[FAULTY].ras]
+    assert len(node.gpus[FAULTY].ras) == len(MI300X_NODE.boards[FAULTY].blocks) - 1
