@@ -665,11 +665,21 @@ _LIKE_PEERS: tuple[tuple[str, Callable[[GpuHealthFact], object], str], ...] = (
 
 
 def _node_unlike_peers(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
-    """The odd host out: a host whose GPUs differ from the other hosts' in what an administrator sets or a slot
-    decides, where every host was read. One host alone has no peers."""
+    """The odd host out: a host whose GPUs differ from those of the other hosts with the same GPU model in what an
+    administrator sets or a slot decides, where every host was read. One host alone has no peers, and hosts of
+    another model are no peers (their caps and links differ by design)."""
     health = {host: h for host, members in hosts.items() if (h := _health_of(records, members)) is not None}
-    if len(health) < 2:
-        return []
+    models: dict[tuple[str | None, ...], list[str]] = defaultdict(list)
+    for host in health:
+        models[tuple(sorted({g.gfx for g in records[hosts[host][0]].gpus}, key=str))].append(host)
+    found = []
+    for peers in models.values():
+        if len(peers) >= 2:
+            found.extend(_unlike(records, hosts, {host: health[host] for host in peers}))
+    return found
+
+
+def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, HealthFact]) -> list[ClusterFinding]:
     found = []
     for name, value, fix in _LIKE_PEERS:
         described = {

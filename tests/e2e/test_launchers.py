@@ -31,6 +31,7 @@ from tests.support.launchers import (
     run_launcher,
     task_argv,
 )
+from tests.support.node_health import HEALTHY_NODES, Node
 from tests.support.snippets import clean_env
 
 TASKS = 4
@@ -90,12 +91,14 @@ class Launch:
     def __init__(self, launcher: str, request: pytest.FixtureRequest, python: Path, standin: Path, tmp: Path) -> None:
         self.launcher, self.request, self.python, self.standin, self.tmp = launcher, request, python, standin, tmp
 
-    def machines(self, build: Path, odd: int | None = None, name: str = "machines") -> Path:
-        """A machine per task (p0..p3): one host, four gfx942 GPUs; task `odd` gets gfx90a GPUs instead."""
+    def machines(self, build: Path, odd: int | None = None, name: str = "machines", node: Node | None = None) -> Path:
+        """A machine per task (p0..p3): one host, four gfx942 GPUs; task `odd` gets gfx90a GPUs instead. `node`:
+        the host's GPUs as that node's boards, with their health files."""
         base = self.tmp / name
         for task in range(TASKS):
             gfx = 90010 if task == odd else 90402
-            host_sysroot(base / f"p{task}", "node-0", gpus_with_ids(TASKS, gfx), rocm=(build, "7.2.0"))
+            root = base / f"p{task}"
+            host_sysroot(root, "node-0", gpus_with_ids(TASKS, gfx), rocm=(build, "7.2.0"), node=node)
         return base
 
     def run(self, machines: Path, limit: float, *extra: str, **parts: str) -> Outcome:
@@ -177,6 +180,19 @@ def test_a_task_on_another_machine_is_named(
     assert outcome.returncode == 1, outcome.stderr[-2000:]  # the step fails as a whole (README: exit 1)
     arch = by_id(report_in(outcome))["cluster-gpu-arch-mismatch"]
     assert arch["processes"] == [2] and arch["hosts"] == ["node-0"]
+
+
+@GROUP
+def test_a_degraded_gpu_is_named_under_srun(launch: Callable[[str, Combo], Launch], build: Path) -> None:
+    """The preflight under real srun on a host of four MI300X (their health files), GPU 2 with uncorrectable
+    errors: every task exits 1, and process 0's report names the host, the GPU and its address."""
+    node = Node(HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].boards[:TASKS]).with_board(2, ras={"umc": (2, 5)})
+    job = launch("srun", JAX_0102)
+    outcome = job.run(job.machines(build, node=node), TIMEOUT + 60)
+    assert outcome.returncode == 1, (outcome.stdout[-3000:], outcome.stderr[-2000:])
+    degraded = by_id(report_in(outcome))["cluster-gpu-degraded"]
+    assert degraded["hosts"] == ["node-0"] and degraded["processes"] == [0, 1, 2, 3]
+    assert degraded["summary"].startswith(f"node-0: GPU 2 (gfx942 at {node.boards[2].pci}) has had 2 uncorrectable")
 
 
 @pytest.mark.parametrize(("launcher", "combo"), EXITS_EARLY)

@@ -14,6 +14,7 @@ import pytest
 from tests.support.cluster import (
     JOIN_THEN_DIE,
     ODD_EXPECTED,
+    ODD_NODES,
     Job,
     consistent_job,
     findings_by_id,
@@ -54,6 +55,12 @@ def test_odd_processes_are_named(job: Job, tmp_path: Path, build: Path) -> None:
     assert "kfd-device-missing" in str(found["cluster-backend-unavailable"]["summary"])
     assert ".post9" in str(found["cluster-version-mismatch"]["summary"])
     assert "eth0 down" in str(found["cluster-socket-ifname-missing"]["summary"])
+    degraded = found["cluster-gpu-degraded"]  # before the job: the preflight names the GPU, its address, its host
+    pci = ODD_NODES["node-1"].boards[1].pci
+    assert degraded["hosts"] == ["node-1"]
+    assert str(degraded["summary"]).startswith(f"node-1: GPU 1 (gfx942 at {pci}) has had 4 uncorrectable"), degraded
+    unlike = found["cluster-node-unlike-peers"]
+    assert unlike["hosts"] == ["node-2"] and "power cap" in str(unlike["summary"]) and "600 W" in str(unlike["summary"])
 
 
 def test_a_process_that_never_starts_is_named_and_nobody_waits_past_the_deadline(job: Job, tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cluster import routable_address
 from tests.support.job_check import refused_everywhere, run_job
+from tests.support.node_health import HEALTHY_NODES, Node
 
 
 def test_processes_that_agree_start_silently_and_run(tmp_path: Path, standin_library: Path) -> None:
@@ -73,6 +75,23 @@ def test_a_process_that_never_starts_a_backend_is_named_and_the_others_run(
     for process in (0, 1, 2):
         (line,) = job.lines(process)
         assert "heard nothing from process 3" in line
+
+
+def test_a_degraded_gpu_is_named_at_backend_start_and_the_job_runs(tmp_path: Path, standin_library: Path) -> None:
+    """At the job's start: three hosts of three MI300X each (their health files; process p uses GPU p), node-1's
+    GPU 0 with uncorrectable errors. Every process starts the backend; process 0 says one warning naming host,
+    GPU and address."""
+    pair = Node(HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].boards[:3])
+    degraded = pair.with_board(0, ras={"umc": (1, 0)})
+    job = run_job(
+        tmp_path, standin_library, 3, hosts={p: f"node-{p}" for p in range(3)},
+        nodes={0: pair, 1: degraded, 2: pair}, coordinator=routable_address(),
+    )  # fmt: skip
+    assert job.codes == [0, 0, 0], [o.stderr[-1500:] for o in job.outcomes]
+    assert all(r["rocm"] for r in job.results)
+    (line,) = job.lines(0)
+    assert "[cluster-gpu-degraded]" in line and "the ROCm backend starts" in line
+    assert f"node-1: GPU 0 (gfx942 at {pair.boards[0].pci}) has had 1 uncorrectable" in line
 
 
 def test_warn_mode_starts_everywhere_with_the_same_line(tmp_path: Path, standin_library: Path) -> None:

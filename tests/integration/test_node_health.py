@@ -14,10 +14,10 @@ import pytest
 from jax_rocm7_plugin._doctor.render import render_text
 from jax_rocm7_plugin._findings import HEALTH_IDS, Finding
 from jax_rocm7_plugin._job.compare import compare, compare_at_backend_start
-from jax_rocm7_plugin._job.record import HealthFact, ProcessRecord, decode, encode, summarised
+from jax_rocm7_plugin._job.record import GpuFact, HealthFact, ProcessRecord, decode, encode, summarised
 from jax_rocm7_plugin._machine.gpu_health import parse_speed, read_node
 from jax_rocm7_plugin._machine.health_findings import health_findings, rising
-from jax_rocm7_plugin._machine.topology import pci_functions, read_topology
+from jax_rocm7_plugin._machine.topology import gfx_name, pci_functions, read_topology
 from tests.support.environment import REPO
 from tests.support.fleet import Host, diagnose_host, released_pairs
 from tests.support.node_health import GEN3, GEN4, GEN5, HEALTHY_NODES, RX7900XTX, Board, Node, make_node
@@ -205,9 +205,15 @@ def host_health(node: Node, where: Path, *, full: bool = True) -> HealthFact:
 
 def health_job(tmp_path: Path, hosts: list[Node], *, full: bool = True) -> dict[int, ProcessRecord]:
     """A job of len(hosts) hosts (gpu-0, gpu-1, ...) with PER_HOST processes each, every record carrying its host's
-    health, read from its own tree, and surviving the record's encoding."""
+    health, read from its own tree, and its GPUs' processor, and surviving the record's encoding."""
     facts = [host_health(node, tmp_path / f"host-{i}", full=full) for i, node in enumerate(hosts)]
-    records = job(len(hosts) * PER_HOST, {p: {"health": facts[p // PER_HOST]} for p in range(len(hosts) * PER_HOST)})
+
+    def own(process: int) -> dict[str, object]:
+        node = hosts[process // PER_HOST]
+        gpus = tuple(GpuFact(n + 1, gfx_name(b.gpu.gfx_target_version), None, b.pci) for n, b in enumerate(node.boards))
+        return {"health": facts[process // PER_HOST], "gpus": gpus, "visible": tuple(g.node for g in gpus)}
+
+    records = job(len(hosts) * PER_HOST, {p: own(p) for p in range(len(hosts) * PER_HOST)})
     shared: dict[str, dict[str, object]] = {}
     return {p: decode(encode(r), shared) for p, r in records.items()}  # type: ignore[arg-type]
 
@@ -240,6 +246,13 @@ def test_the_odd_host_out(changes: dict[str, object], said: str, tmp_path: Path)
     (finding,) = compare(health_job(tmp_path, [MI300X_NODE, MI300X_NODE, odd, MI300X_NODE]))
     assert finding.id == "cluster-node-unlike-peers" and finding.hosts == ("gpu-2",)
     assert finding.summary.startswith(said), finding.summary
+
+
+def test_hosts_of_another_gpu_model_are_no_peers(tmp_path: Path) -> None:
+    """An MI250X host beside MI300X hosts: its caps and links differ by design, and it is compared with no one."""
+    mi250x = HEALTHY_NODES["MI250X: 8 GCDs on 4 OAM modules (XGMI)"]
+    found = compare(health_job(tmp_path, [MI300X_NODE, MI300X_NODE, mi250x]))
+    assert "cluster-node-unlike-peers" not in [f.id for f in found], [f.summary for f in found]
 
 
 def test_a_host_whose_links_all_trained_narrower_than_its_peers(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from tests.support.node_health import HEALTHY_NODES, Node, make_node
 from tests.support.sysroots import Gpu, add_rocm, make_sysroot
 
 # An interface: up or not, and its IPv4 addresses with prefix ("10.0.0.5/24").
@@ -57,9 +58,14 @@ def host_sysroot(
     interfaces: Interfaces = DEFAULT_INTERFACES,
     rocm: tuple[Path, str] | None = None,
     rdma: Sequence[str] = (),
+    node: Node | None = None,
 ) -> Path:
-    """One process's view of its host: KFD GPUs, /dev nodes, a host name, interfaces, RDMA, ROCm (build, version)."""
-    make_sysroot(root, gpus, kfd=kfd)
+    """One process's view of its host: KFD GPUs, /dev nodes, a host name, interfaces, RDMA, ROCm (build, version).
+    With `node`, its GPUs are the node's boards (`gpus` unused), with their health files."""
+    if node is None:
+        make_sysroot(root, gpus, kfd=kfd)
+    else:
+        make_node(root, node, kfd=kfd)
     (root / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
     (root / "proc" / "sys" / "kernel" / "hostname").write_text(hostname + "\n")
     add_network(root, interfaces)
@@ -219,6 +225,18 @@ ODD_EXPECTED: dict[str, list[int]] = {
     "cluster-gpu-shared": [2, 3],  # both use local device 0 on node-1
     "cluster-socket-ifname-missing": [5],  # its eth0 is down
     "cluster-known-issue": [1],  # ROCm 7.1.1 on MI300X across hosts: RCCL's known slowdown (legacy-rocm-build#5717)
+    "cluster-gpu-degraded": [2, 3],  # node-1's GPU 1 has counted uncorrectable errors
+    "cluster-node-unlike-peers": [4, 5],  # node-2's power caps are lower than node-0's and node-1's
+}
+# Each host's GPUs with their health files (tests/support/node_health.py): two MI300X on node-0 to node-2, two
+# MI250X GCDs on node-3 (another model: compared with no one).
+_MI300X_PAIR = Node(HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].boards[:2])
+_MI250X_PAIR = Node(HEALTHY_NODES["MI250X: 8 GCDs on 4 OAM modules (XGMI)"].boards[:2])
+ODD_NODES = {
+    "node-0": _MI300X_PAIR,
+    "node-1": _MI300X_PAIR.with_board(1, ras={"umc": (4, 0)}),
+    "node-2": _MI300X_PAIR.but(boards=tuple(b.but(cap_watts=600) for b in _MI300X_PAIR.boards)),
+    "node-3": _MI250X_PAIR,
 }
 
 
@@ -236,6 +254,7 @@ def odd_job(job: Job, tmp: Path, build: Path, port: int, plugin_package: Path, t
             kfd=process != 4,
             interfaces=interfaces,
             rocm=(build, "7.1.1" if process == 1 else "7.0.2"),
+            node=ODD_NODES[host],
         )
         local = "0" if process == 3 else str(process % 2)
         argv = job.explicit(process, 8, port, timeout, "--local-device-ids", local)

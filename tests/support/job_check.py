@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.support.cluster import Outcome, free_port, gpus_with_ids, host_sysroot, run_together
 from tests.support.environment import REPO
+from tests.support.node_health import Node
 from tests.support.snippets import clean_env
 
 PROGRAM = REPO / "tests" / "support" / "job_program.py"
@@ -49,15 +50,21 @@ def run_job(
     library: dict[int, Path] | None = None,
     each: dict[str, str] | None = None,
     per_process: dict[int, dict[str, str]] | None = None,
+    hosts: dict[int, str] | None = None,
+    nodes: dict[int, Node] | None = None,
+    coordinator: str = "127.0.0.1",
 ) -> JobRun:
+    """`count` processes, each on a machine of its own (`count` gfx942 GPUs), all named node-0 unless `hosts` says;
+    `nodes`: a process's GPUs as a node's boards, with their health files."""
     port = free_port()
     commands = []
     for process in range(count):
         root = host_sysroot(
             tmp_path / f"p{process}",
-            "node-0",
+            (hosts or {}).get(process, "node-0"),
             gpus_with_ids(count, (gfx or {}).get(process, 90402)),
             kfd=process not in no_kfd,
+            node=(nodes or {}).get(process),
         )
         env = clean_env(
             JAX_ROCM_SYSROOT=str(root),
@@ -70,7 +77,7 @@ def run_job(
             env["PYTHONPATH"] = pythonpath
         else:
             env.pop("PYTHONPATH", None)
-        argv = [str(python), str(PROGRAM), f"127.0.0.1:{port}", str(count), str(process)]
+        argv = [str(python), str(PROGRAM), f"{coordinator}:{port}", str(count), str(process)]
         commands.append((argv, env))
     outcomes = run_together(commands, tmp_path, LIMIT)  # cwd: never the checkout (it would shadow the wheel)
     assert all(o.returncode is not None for o in outcomes), "a process of the job hung past the limit"
