@@ -399,7 +399,7 @@ class _Run:
 
     def _compare(self, link: CourierLink) -> int:
         from jax_rocm7_plugin._cluster.launcher import slurm_hosts
-        from jax_rocm7_plugin._job.compare import compare
+        from jax_rocm7_plugin._job.compare import compare, explained_by_health
         from jax_rocm7_plugin._job.record import decode
 
         try:
@@ -432,6 +432,7 @@ class _Run:
             report = self._unread(report, unread, records, "the verdict", courier.ACK_GRACE_SECONDS)
         if self.options.deep:
             result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
+            deep_findings = explained_by_health(deep_findings, report.findings, records)
             report = report._replace(
                 findings=(*report.findings, *deep_findings),
                 collectives=result.figures if result is not None else (),

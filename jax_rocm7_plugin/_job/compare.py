@@ -664,6 +664,9 @@ _LIKE_PEERS: tuple[tuple[str, Callable[[GpuHealthFact], object], str], ...] = (
 )  # fmt: skip
 
 
+_OWN_FAULT = {"PCIe link": "pcie-link-degraded", "partition mode": "gpu-partition-mixed"}
+
+
 def _node_unlike_peers(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     """The odd host out: a host whose GPUs differ from those of the other hosts with the same GPU model in what an
     administrator sets or a slot decides, where every host was read. One host alone has no peers, and hosts of
@@ -692,7 +695,12 @@ def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, Hea
         if len(by_value) < 2:
             continue
         text = describe_groups(by_value, _host_of(records), {k: ", ".join(k) for k in by_value})
-        processes, names = _concerns(records, outside_largest(by_value))
+        # A host whose own warnings already name this (a link narrower than its slot) is not said twice.
+        covered = {h for h, fact in health.items() if _OWN_FAULT.get(name) in {id for id, _ in fact.faults}}
+        odd = [p for p in outside_largest(by_value) if records[p].host not in covered]
+        if not odd:
+            continue
+        processes, names = _concerns(records, odd)
         found.append(
             catalog.mismatch(
                 "cluster-node-unlike-peers",
@@ -705,6 +713,42 @@ def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, Hea
             )
         )
     return found
+
+
+def explained_by_health(
+    measured: Sequence[ClusterFinding], compared: Sequence[ClusterFinding], records: Records
+) -> list[ClusterFinding]:
+    """--deep's slow findings (a slow link, a slow process) tied to the health of the hosts they name, where it
+    explains them: the host's own faults (a narrow PCIe link, a GPU out of its XGMI hive, a hot GPU ...) and the
+    ways it is unlike its peers (`compared`: the preflight's own findings)."""
+    hosts = _by_host(records)
+    tied = []
+    for finding in measured:
+        if finding.id not in ("cluster-link-slow", "cluster-process-slow"):
+            tied.append(finding)
+            continue
+        reasons = [
+            f"{host}: {summary} [{id}]"
+            for host in finding.hosts
+            if host in hosts and (health := _health_of(records, hosts[host])) is not None
+            for id, summary in health.faults
+        ]
+        reasons += [
+            f"{f.summary} [{f.id}]"
+            for f in compared
+            if f.id == "cluster-node-unlike-peers" and set(f.hosts) & set(finding.hosts)
+        ]
+        if not reasons:
+            tied.append(finding)
+            continue
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        tied.append(
+            finding._replace(
+                summary=f"{finding.summary}; the health of the host named may explain it: {reasons[0]}{more}",
+                evidence=(*finding.evidence, *reasons[:16]),
+            )
+        )
+    return tied
 
 
 def _release(version: str | None) -> str | None:

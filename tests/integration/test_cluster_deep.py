@@ -17,6 +17,7 @@ from tests.support import netlab
 from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
 from tests.support.environment import REPO, require
 from tests.support.netlab import NetLab
+from tests.support.node_health import GEN5, HEALTHY_NODES, Node
 from tests.support.snippets import clean_env
 
 
@@ -113,7 +114,11 @@ def test_a_throttled_link_is_located_at_its_host(tmp_path: Path, standin_library
     slow, and node-1 is the host in both. In the second round process 0's pair (node-3, node-0) ends seconds
     before the slow one: process 0 waits for it rather than calling it silent."""
     four_hosts.throttle(1, "100mbit")
-    job = DeepJob(tmp_path, standin_library, 4, per_host=1, lab=four_hosts, step_timeout=30)
+    # Each host two MI300X with their health files; node-1's GPU 0 has a PCIe link trained at x4: the slow link's
+    # finding says that host's health may explain it.
+    pair = Node(HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].boards[:2])
+    nodes = {h: pair for h in range(4)} | {1: pair.with_board(0, link=(GEN5, 4))}
+    job = DeepJob(tmp_path, standin_library, 4, per_host=1, lab=four_hosts, step_timeout=30, nodes=nodes)
     results = job.run(sizes="8,16M")
     report = report_of(results)
     pairs = {c["group"]: c for c in report["collectives"] if c["group"].startswith("pair:")}
@@ -123,8 +128,11 @@ def test_a_throttled_link_is_located_at_its_host(tmp_path: Path, standin_library
     slow = by_id(report)["cluster-link-slow"]
     assert slow["hosts"] == ["node-1"] and slow["processes"] == [1], slow
     assert "node-1 is in every slow pair" in slow["summary"]
+    assert "the health of the host named may explain it: node-1: GPU 0 (gfx942 at" in slow["summary"]
+    assert "x4" in slow["summary"] and "[pcie-link-degraded]" in slow["summary"]
     others = [f["id"] for f in report["findings"] if f["id"] not in ("cluster-link-slow", "cluster-process-slow")]
-    assert others == [] and [r[0] for r in results] == [1] * 4, report["findings"]
+    assert others == ["cluster-gpu-degraded"] and [r[0] for r in results] == [1] * 4, report["findings"]
+    assert by_id(report)["cluster-gpu-degraded"]["hosts"] == ["node-1"]
 
 
 def test_bad_sizes_are_a_usage_error(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from jax_rocm7_plugin._doctor.render import render_text
 from jax_rocm7_plugin._findings import HEALTH_IDS, Finding
-from jax_rocm7_plugin._job.compare import compare, compare_at_backend_start
+from jax_rocm7_plugin._job.catalog import ClusterFinding
+from jax_rocm7_plugin._job.compare import compare, compare_at_backend_start, explained_by_health
 from jax_rocm7_plugin._job.record import GpuFact, HealthFact, ProcessRecord, decode, encode, summarised
 from jax_rocm7_plugin._machine.gpu_health import parse_speed, read_node
 from jax_rocm7_plugin._machine.health_findings import health_findings, rising
@@ -322,3 +323,17 @@ def test_a_fifo_where_a_counter_belongs_never_blocks_the_cheap_read(tmp_path: Pa
     node = with_deadline(lambda: read_node(root, topology, full=False), 5.0)
     assert "umc" not in [b.name for b in node.gpus[FAULTY].ras]
     assert len(node.gpus[FAULTY].ras) == len(MI300X_NODE.boards[FAULTY].blocks) - 1
+
+
+def test_a_slow_link_is_tied_to_the_health_that_explains_it(tmp_path: Path) -> None:
+    """--deep's slow findings name a host; where that host's health holds a fault, the finding says so; where it
+    is healthy, the finding is left as it was."""
+    narrow = MI300X_NODE.with_board(FAULTY, link=(GEN4, 16))
+    records = health_job(tmp_path, [MI300X_NODE, narrow, MI300X_NODE])
+    slow = ClusterFinding("cluster-link-slow", "warning", "collectives between gpu-1 and gpu-2 are slow", "check",
+                          tuple(range(PER_HOST, 3 * PER_HOST)), ("gpu-1",))  # fmt: skip
+    healthy_host = slow._replace(hosts=("gpu-2",))
+    tied, untouched = explained_by_health([slow, healthy_host], compare(records), records)
+    assert tied.summary.startswith(slow.summary + "; the health of the host named may explain it: gpu-1: GPU 3")
+    assert "[pcie-link-degraded]" in tied.summary and tied.evidence
+    assert untouched == healthy_host

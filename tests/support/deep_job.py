@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from tests.support.cluster import DEFAULT_INTERFACES, free_port, gpus_with_ids, host_sysroot, routable_address
 from tests.support.environment import REPO
 from tests.support.netlab import NetLab
+from tests.support.node_health import Node
 from tests.support.snippets import clean_env
 
 SIZES = "8,4K,1M"
@@ -61,12 +62,14 @@ class DeepJob:
         timeout: float = 60.0,
         sigint_ignored: bool = False,
         gpus: int = 2,
+        nodes: dict[int, Node] | None = None,
     ) -> None:
         """`per_host` processes to a host name; with `lab`, host h's processes run on the lab's host h. `gpus`: each
-        machine's (0: a node without an AMD GPU, whose processes then give no --local-device-ids)."""
+        machine's (0: a node without an AMD GPU, whose processes then give no --local-device-ids). `nodes`: host
+        h's GPUs as that node's boards, with their health files."""
         self.tmp, self.library, self.count, self.python = tmp, library, count, python
         self.per_host, self.lab, self.step_timeout, self.platform = per_host, lab, step_timeout, platform
-        self.deep, self.timeout, self.gpus = deep, timeout, gpus
+        self.deep, self.timeout, self.gpus, self.nodes = deep, timeout, gpus, nodes or {}
         # The faulted process starts with SIGINT ignored, as a careless parent leaves it across exec (a background
         # job of a non-interactive shell): Ctrl-C must still end it.
         self.sigint_ignored = sigint_ignored
@@ -91,7 +94,13 @@ class DeepJob:
             interfaces = DEFAULT_INTERFACES
             if self.lab is not None:
                 interfaces = {"lo": (True, ("127.0.0.1/8",)), "eth0": (True, (f"{self.lab.address(host)}/24",))}
-            root = host_sysroot(self.tmp / f"p{pid}", f"node-{host}", gpus_with_ids(self.gpus), interfaces=interfaces)
+            root = host_sysroot(
+                self.tmp / f"p{pid}",
+                f"node-{host}",
+                gpus_with_ids(self.gpus),
+                interfaces=interfaces,
+                node=self.nodes.get(host),
+            )
             env = clean_env(JAX_ROCM_SYSROOT=str(root), JAX_ROCM_PJRT_LIBRARY=str(self.library))
             env.pop("PYTHONPATH", None)
             if self.pythonpath:  # this checkout; none where `python` is a venv with our wheels
