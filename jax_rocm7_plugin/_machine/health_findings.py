@@ -42,7 +42,7 @@ def health_findings(node: NodeHealth, root: Path) -> list[Finding]:
 
 def rising(before: NodeHealth, after: NodeHealth, seconds: float) -> list[Finding]:
     """What moved between two reads `seconds` apart: new uncorrectable errors, a reset begun (the counters
-    unreadable since), PCIe replays faster than the threshold."""
+    unreadable since), PCIe replays faster than the threshold, corrected errors by the hundred (a rate)."""
     found: list[Finding] = []
     earlier = {g.pci: g for g in before.gpus if g.pci is not None}
     limit = policy.threshold("replays_per_minute")
@@ -72,6 +72,18 @@ def rising(before: NodeHealth, after: NodeHealth, seconds: float) -> list[Findin
                     "GPU reset",
                     "look for amdgpu reset errors in `dmesg`; " + _DRAIN + _RESET.format(ordinal=gpu.ordinal),
                     tuple(f"{path}: Query currently inaccessible" for path in gpu.ras_inaccessible),
+                )
+            )
+        corrected = gpu.correctable - old.correctable
+        if old.ras and corrected >= policy.threshold("correctable_outlier_min"):
+            found.append(
+                node_health(
+                    "gpu-correctable-errors",
+                    "warning",
+                    f"{gpu.where()} corrected {corrected} errors in {seconds:.0f} s: corrected errors that climb "
+                    "often turn into uncorrectable ones",
+                    "watch it (amd-smi metric --ecc); plan to drain the node and have the GPU checked",
+                    tuple(f"{b.path}: ce {b.ce}" for b in gpu.ras if b.ce),
                 )
             )
         if gpu.uncorrectable > old.uncorrectable:

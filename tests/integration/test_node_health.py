@@ -20,7 +20,8 @@ from jax_rocm7_plugin._machine.gpu_health import parse_speed, read_node
 from jax_rocm7_plugin._machine.health_findings import health_findings, rising
 from jax_rocm7_plugin._machine.topology import gfx_name, pci_functions, read_topology
 from tests.support.environment import REPO
-from tests.support.fleet import Host, diagnose_host, released_pairs
+from tests.support.fleet import Host, build_host, diagnose_host, released_pair, released_pairs
+from tests.support.inprocess import doctor
 from tests.support.node_health import GEN3, GEN4, GEN5, HEALTHY_NODES, RX7900XTX, Board, Node, make_node
 from tests.support.records import PER_HOST, job
 
@@ -164,9 +165,9 @@ def test_counters_that_move_between_two_reads(tmp_path: Path) -> None:
     assert rising(before, read_node(root, topology), 10.0) == []
     device = root / "sys/bus/pci/devices" / FAULTY_PCI
     (device / "pcie_replay_count").write_text("40\n")
-    (device / "ras" / "aca_umc").write_text("ue: 1\nce: 0\nde: 0\n")
+    (device / "ras" / "aca_umc").write_text("ue: 1\nce: 250\nde: 0\n")
     found = rising(before, read_node(root, topology), 60.0)
-    assert {f.id for f in found} == {"pcie-replays-rising", "gpu-uncorrectable-errors"}
+    assert {f.id for f in found} == {"pcie-replays-rising", "gpu-uncorrectable-errors", "gpu-correctable-errors"}
     for finding in found:
         _names_the_gpu(finding)
 
@@ -337,3 +338,31 @@ def test_a_slow_link_is_tied_to_the_health_that_explains_it(tmp_path: Path) -> N
     assert tied.summary.startswith(slow.summary + "; the health of the host named may explain it: gpu-1: GPU 3")
     assert "[pcie-link-degraded]" in tied.summary and tied.evidence
     assert untouched == healthy_host
+
+
+def test_deep_reads_the_counters_again_after_its_probes(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`doctor --deep`: what rose while its probes ran is named. The probes here stand in for the runtime's (a GPU
+    that counts an uncorrectable error meanwhile); the reads before and after are the doctor's own."""
+    from jax_rocm7_plugin._doctor import diagnose as doctor_module
+    from jax_rocm7_plugin._doctor import first_jit
+
+    host = Host("MI300X x8 with its health files", (), node=MI300X_NODE)
+    release, rocm = released_pairs()[-1]
+    with monkeypatch.context() as inner:
+        root, environ, library = build_host(host, rocm, tmp_path, build, inner)
+        counters = root / "sys/bus/pci/devices" / FAULTY_PCI / "ras" / "aca_umc"
+
+        def probes_meanwhile(facts: object) -> tuple[None, list[Finding]]:
+            counters.write_text("ue: 1\nce: 0\nde: 0\n")  # stand-in: the GPU faults while the runtime is up
+            return None, []
+
+        inner.setattr(doctor_module, "_deep", probes_meanwhile)
+        # Stand-in: the first jit is tested with jax elsewhere (test_first_jit.py); here it only has to end.
+        inner.setattr(first_jit, "run_first_jit", lambda environ: first_jit.FirstJit(True, {}))
+        with released_pair(release, inner):
+            report = doctor(environ, root, library, deep=True)
+    rose = [f for f in report.findings if f.id == "gpu-uncorrectable-errors"]
+    assert len(rose) == 1 and "had 1 new uncorrectable error(s)" in rose[0].summary, report.findings
+    _names_the_gpu(rose[0])
