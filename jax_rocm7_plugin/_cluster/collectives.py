@@ -65,7 +65,7 @@ class Figure(NamedTuple):
     ranks: int  # devices taking part
     group: str  # "job", "host:<name>", "pair:<a>,<b>"
     algbw_gbps: float
-    busbw_gbps: float
+    busbw_gbps: float | None  # None (JSON null) for one rank: nothing crosses a link, so there is no bus figure
 
     def to_json(self) -> dict[str, object]:
         return dict(self._asdict())  # every field a JSON scalar, in order; Figure(**entry) reads it back
@@ -83,7 +83,7 @@ def bus_factor(op: str, ranks: int) -> float:
 
 def figure(op: str, size: int, seconds: float, ranks: int, group: str = "job") -> Figure:
     algbw = size / seconds / 1e9 if seconds > 0 else 0.0
-    return Figure(op, size, seconds, ranks, group, algbw, algbw * bus_factor(op, ranks))
+    return Figure(op, size, seconds, ranks, group, algbw, algbw * bus_factor(op, ranks) if ranks > 1 else None)
 
 
 def job_seconds(per_process: Mapping[int, float]) -> float:
@@ -255,7 +255,7 @@ def _slow_links(
     or more), its own link is the place: the finding names it alone and gives the pairs as evidence."""
     found = []
     for kind, words in (("host:", "within"), ("pair:", "between")):
-        mine = {f.group: f.busbw_gbps for f in figures if f.group.startswith(kind)}
+        mine = {f.group: f.busbw_gbps for f in figures if f.group.startswith(kind) and f.busbw_gbps is not None}
         slow = set(slow_processes(mine))
         if not slow:
             continue
@@ -297,7 +297,7 @@ def table_lines(figures: tuple[Figure, ...]) -> list[str]:
     for f in figures:
         time_text = f"{f.seconds * 1e3:.3f} ms" if f.seconds < 1 else f"{f.seconds:.3f} s"
         algbw = f"{f.algbw_gbps:.3g} GB/s"
-        busbw = f"{f.busbw_gbps:.3g} GB/s" if f.ranks > 1 else "-"
+        busbw = f"{f.busbw_gbps:.3g} GB/s" if f.busbw_gbps is not None else "-"
         lines.append(
             f"  {f.op:<11}{size_text(f.bytes):>10}{time_text:>12}{algbw:>14}{busbw:>14}  {f.group} ({f.ranks})"
         )

@@ -132,7 +132,7 @@ def test_the_deep_preflight_on_the_gpus_of_this_host(tmp_path) -> None:  # type:
     report = json.loads(done.stdout)
     assert done.returncode == 0 and report["findings"] == [], (report["findings"], done.stderr[-2000:])
     assert [c["bytes"] for c in report["collectives"] if c["group"] == "job"] == [8, 8, 2**20, 2**20, 2**26, 2**26]
-    assert all(c["busbw_gbps"] >= 0 for c in report["collectives"])
+    assert all(c["busbw_gbps"] is None or c["busbw_gbps"] >= 0 for c in report["collectives"])
 
 
 def test_the_doctors_math_library_verdict_agrees_with_a_matmul_and_a_convolution() -> None:

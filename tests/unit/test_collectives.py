@@ -37,6 +37,9 @@ def test_bandwidths_as_nccl_tests_defines_them() -> None:
     gather = figure("all-gather", 1_000_000_000, 1.0, 4)
     assert gather.busbw_gbps == pytest.approx(1.0 * 3 / 4)
     assert bus_factor("all-reduce", 1) == 0.0
+    alone = figure("all-reduce", 8, 0.001, 1)  # one rank: no bus figure, null in --json, "-" in the table
+    assert alone.busbw_gbps is None and alone.to_json()["busbw_gbps"] is None
+    assert "-" in table_lines((alone,))[1].split() and "busbw -" in table_lines((alone,))[-1]
     with pytest.raises(ValueError):
         bus_factor("broadcast", 4)
 
