@@ -212,6 +212,10 @@ def main() -> None:
             acked = {p: "" for p in records}
         unacked = sorted(p for p in records if p != 0 and p not in acked)
         if not job.get("deep"):  # --deep ends with a code of its own
+            # The report is printed before anyone takes the job's code: under mpirun the first process to exit
+            # non-zero ends the job, process 0 with it, which must not be before its report is out.
+            emit("acked", unacked=unacked)
+            read_message()  # {"printed": true}; a parent that is gone ends this courier (exit 4)
             hand_final_code(client, int(verdict.get("code", 1)), unacked, acked)
         emit("done", unacked=unacked)
         if job.get("deep"):

@@ -168,6 +168,10 @@ class _Deep:
             until = time.time() + VERDICT_WAIT_SECONDS
             acked = read_published(self.client, f"{PREFIX}/ack", sorted(listening), until, time.time)
         unacked = sorted(p for p in listening if p not in acked)
+        # The parent prints the report before anyone takes the final code (under mpirun the first process to exit
+        # non-zero ends the job, process 0 with it).
+        self.emit("deep-acked", unacked=unacked)
+        self.receive()  # {"printed": true}
         with contextlib.suppress(Exception):
             self.client.key_value_set(f"{PREFIX}/final", str(code if code != 0 or not unacked else 1))
             until = time.time() + FINAL_ACK_SECONDS

@@ -423,32 +423,43 @@ class _Run:
         hosts = tuple(sorted({r.host for r in records.values()}))
         report = self.report(findings, tuple(sorted(records)), missing, hosts)
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
+        wanted = ("done",) if self.options.deep else ("acked", "done")
         try:  # the verdict is out; the others say if they could not read it
-            done = link.wait_for(("done",), time.time() + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
+            done = link.wait_for(wanted, time.time() + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
         except CourierGone:
             done = {}
         unread = [int(p) for p in done.get("unacked", ())]
         if unread and not self.options.deep:  # --deep names them at the step they never reached
             report = self._unread(report, unread, records, "the verdict", courier.ACK_GRACE_SECONDS)
-        if self.options.deep:
-            result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
-            deep_findings = explained_by_health(deep_findings, report.findings, records)
-            report = report._replace(
-                findings=(*report.findings, *deep_findings),
-                collectives=result.figures if result is not None else (),
-                local_work=result.rates if result is not None else {},
-                deep=True,
-                elapsed_s=round(time.time() - self.started, 3),
-            )
-            with contextlib.suppress(CourierGone, OSError):  # the others exit with the report's code too
-                link.send({"deep-verdict": report.exit_code})
-                finished = link.wait_for(("deep-finished",), time.time() + DEEP_VERDICT_SECONDS)
-                unread = [int(p) for p in finished.get("unacked", ())]
-                if unread:
-                    from jax_rocm7_plugin._cluster.deep import VERDICT_WAIT_SECONDS
+        if not self.options.deep:
+            return self._printed_then_final(link, report, "done", courier.ACK_GRACE_SECONDS)
+        result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
+        deep_findings = explained_by_health(deep_findings, report.findings, records)
+        report = report._replace(
+            findings=(*report.findings, *deep_findings),
+            collectives=result.figures if result is not None else (),
+            local_work=result.rates if result is not None else {},
+            deep=True,
+            elapsed_s=round(time.time() - self.started, 3),
+        )
+        from jax_rocm7_plugin._cluster.deep import FINAL_ACK_SECONDS, VERDICT_WAIT_SECONDS
 
-                    report = self._unread(report, unread, records, "the job's exit code", VERDICT_WAIT_SECONDS)
-        return self.show(report)
+        with contextlib.suppress(CourierGone, OSError):  # the others exit with the report's code too
+            link.send({"deep-verdict": report.exit_code})
+            acked = link.wait_for(("deep-acked",), time.time() + DEEP_VERDICT_SECONDS)
+            unread = [int(p) for p in acked.get("unacked", ())]
+            if unread:
+                report = self._unread(report, unread, records, "the job's exit code", VERDICT_WAIT_SECONDS)
+        return self._printed_then_final(link, report, "deep-finished", FINAL_ACK_SECONDS)
+
+    def _printed_then_final(self, link: CourierLink, report: ClusterReport, last: str, seconds: float) -> int:
+        """Process 0: the report out first, then the courier hands the others the job's code and waits (bounded)
+        until they took it. Under mpirun the first process to exit non-zero ends the whole job, this one too."""
+        code = self.show(report)
+        link.send({"printed": True})
+        with contextlib.suppress(CourierGone, OSError):
+            link.wait_for((last,), time.time() + seconds + KILL_GRACE_SECONDS)
+        return code
 
     def _unread(
         self, report: ClusterReport, unread: list[int], records: Mapping[int, Any], what: str, seconds: float

@@ -4,8 +4,10 @@ main cases on jax 0.12 from built wheels."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from tests.support.cluster import (
     free_port,
     gpus_with_ids,
     host_sysroot,
+    odd_commands,
     odd_job,
     report_of,
 )
@@ -61,6 +64,38 @@ def test_odd_processes_are_named(job: Job, tmp_path: Path, build: Path) -> None:
     assert str(degraded["summary"]).startswith(f"node-1: GPU 1 (gfx942 at {pci}) has had 4 uncorrectable"), degraded
     unlike = found["cluster-node-unlike-peers"]
     assert unlike["hosts"] == ["node-2"] and "power cap" in str(unlike["summary"]) and "600 W" in str(unlike["summary"])
+
+
+def test_no_process_exits_before_process_0_has_printed_its_report(job: Job, tmp_path: Path, build: Path) -> None:
+    """Under mpirun the first process to exit non-zero ends the job, process 0 with it: its report must be out
+    before anyone takes the job's code. Process 0's stdout here is a one-page pipe the test leaves unread for a
+    while, so its report (larger than a page) cannot be written: nobody may exit meanwhile."""
+    import fcntl
+    import subprocess
+
+    commands = odd_commands(job, tmp_path, build, free_port(), REPO / "jax_rocm7_plugin")
+    started = []
+    for process, (argv, env) in enumerate(commands):
+        out = subprocess.PIPE if process == 0 else subprocess.DEVNULL
+        started.append(subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.DEVNULL))
+    assert started[0].stdout is not None
+    fcntl.fcntl(started[0].stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+    try:
+        # Held 9 s: the verdict comes within a few seconds, then the report blocks on the pipe. Taking the code,
+        # the others wait up to 10 s after the verdict for process 0's final one before they go with the verdict's.
+        deadline = time.monotonic() + 9
+        while time.monotonic() < deadline and all(p.poll() is None for p in started[1:]):
+            time.sleep(0.2)
+        early = [p for p, proc in enumerate(started) if proc.poll() is not None]
+        report = started[0].stdout.read().decode()
+        codes = [proc.wait(timeout=60) for proc in started]
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+    assert len(report.encode()) > 4096, "the report fits the pipe: the test proves nothing"
+    assert early == [], f"processes {early} exited while process 0 could not print its report"
+    assert codes == [1] * 8 and json.loads(report)["verdict"] != "consistent"
 
 
 def test_a_process_that_never_starts_is_named_and_nobody_waits_past_the_deadline(job: Job, tmp_path: Path) -> None:

@@ -241,6 +241,13 @@ ODD_NODES = {
 
 
 def odd_job(job: Job, tmp: Path, build: Path, port: int, plugin_package: Path, timeout: float = 60) -> list[Outcome]:
+    return job.run(odd_commands(job, tmp, build, port, plugin_package, timeout), timeout + 30)
+
+
+def odd_commands(
+    job: Job, tmp: Path, build: Path, port: int, plugin_package: Path, timeout: float = 60
+) -> list[tuple[list[str], dict[str, str]]]:
+    """The odd job's processes: (argv, environment) each."""
     overlay = plugin_overlay(plugin_package, tmp / "overlay", _post9(plugin_package))
     commands = []
     for process in range(8):
@@ -261,7 +268,7 @@ def odd_job(job: Job, tmp: Path, build: Path, port: int, plugin_package: Path, t
         path = f"{overlay}{os.pathsep}{job.pythonpath}" if process == 7 and job.pythonpath else None
         path = path or (str(overlay) if process == 7 else None)
         commands.append((argv, job.env(root, pythonpath=path, NCCL_SOCKET_IFNAME="eth")))
-    return job.run(commands, timeout + 30)
+    return commands
 
 
 def _post9(package: Path) -> str:
