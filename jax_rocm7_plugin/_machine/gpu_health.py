@@ -429,3 +429,12 @@ def read_node(root: Path, topology: Topology, *, full: bool = True) -> NodeHealt
     except ValueError:
         bad_page_parameter = None
     return NodeHealth(read_gpus(root, topology), read_host(root), bad_page_parameter)
+
+
+def as_json(value: object) -> object:
+    """A health record (NamedTuples, tuples, scalars) as JSON values, fields by name: the report bundle's."""
+    if hasattr(value, "_asdict"):
+        return {key: as_json(item) for key, item in value._asdict().items()}
+    if isinstance(value, tuple | list):
+        return [as_json(item) for item in value]
+    return value

@@ -154,6 +154,7 @@ def collect(
     listed = gather.allowlisted(environ)
     files["environment.txt"] = "".join(f"{name}={redactor.variable(name, value)}\n" for name, value in listed)
     files["kernel-log.txt"] = gather.kernel_log(root)
+    files["gpu-health.json"] = gather.gpu_health(root)
     for name, text in gather.machine_files(root):
         files[name] = text
     manifest: dict[str, Any] = {

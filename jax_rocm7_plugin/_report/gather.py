@@ -8,6 +8,7 @@ said in the file instead (a report never fails for a missing fact).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import sys
@@ -95,6 +96,20 @@ def machine_files(root: Path) -> Iterator[tuple[str, str]]:
         return
     for path in properties[:512]:
         yield f"machine{KFD_NODES}/{path.relative_to(nodes)}", _read(path)
+
+
+def gpu_health(root: Path) -> str:
+    """The node's GPU health as the doctor read it (_machine/gpu_health.py: RAS counters, retired pages, PCIe
+    links, XGMI, partition modes, power and heat, host settings), as JSON; what stopped the read, where it did."""
+    from jax_rocm7_plugin._machine.gpu_health import as_json, read_node
+    from jax_rocm7_plugin._machine.topology import read_topology
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    try:
+        data = as_json(with_deadline(lambda: read_node(root, read_topology(root))))
+    except (Deadline, OSError) as error:
+        data = {"unreadable": str(error)}
+    return json.dumps(data, indent=2) + "\n"
 
 
 def cpu_model(root: Path) -> str | None:

@@ -212,6 +212,20 @@ def test_a_machine_without_a_gpu_still_gets_a_bundle(tmp_path: Path) -> None:
     assert "command/outcome.json" not in members
 
 
+def test_the_bundle_holds_the_gpus_health(tmp_path: Path) -> None:
+    """gpu-health.json: every GPU's health as the doctor reads it, by name, from the machine's own files."""
+    from tests.support.node_health import HEALTHY_NODES, make_node
+
+    node = HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].with_board(3, ras={"umc": (2, 0)})
+    root = make_node(tmp_path / "machine", node)
+    done = _report(tmp_path, root, None, "--output", "health.tar.gz")
+    assert done.returncode == 0, done.stderr
+    health = json.loads(_members(tmp_path / "health.tar.gz")["gpu-health.json"])
+    assert [g["pci"] for g in health["gpus"]] == [b.pci for b in node.boards]
+    umc = next(b for b in health["gpus"][3]["ras"] if b["name"] == "umc")
+    assert (umc["ue"], health["gpus"][3]["link"]["width"], health["host"]["cmdline"]) == (2, 16, node.cmdline)
+
+
 def _deaf_parent(inherited: str) -> Callable[[], None]:
     """What a careless parent leaves a child across exec: SIGINT/SIGTERM ignored or blocked (a background job of a
     non-interactive shell ignores SIGINT)."""
