@@ -16,6 +16,7 @@ import pytest
 from jax_rocm7_plugin._doctor.diagnose import _merge_same_ids
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.rocm_install import RocmInstall, rocm_findings
+from tests.support.docs import example_block
 from tests.support.environment import REPO
 from tests.support.snippets import clean_env
 from tests.support.sysroots import make_sysroot
@@ -226,14 +227,7 @@ def test_bad_input_to_any_command_is_one_sentence_with_its_fix_and_exit_2(comman
 
 def readme_example(first_line_starts: str) -> list[str]:
     """The README's example block whose first line starts with `first_line_starts` (indented code), unindented."""
-    lines = (REPO / "README.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"    {first_line_starts}"))
-    block = []
-    for line in lines[start:]:
-        if not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return block
+    return example_block(REPO / "README.md", first_line_starts)
 
 
 def test_the_readmes_example_of_a_machine_without_the_driver_is_what_jax_prints(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from jax_rocm7_plugin._job.record import GpuFact, HealthFact, ProcessRecord, dec
 from jax_rocm7_plugin._machine.gpu_health import parse_speed, read_node
 from jax_rocm7_plugin._machine.health_findings import health_findings, rising
 from jax_rocm7_plugin._machine.topology import gfx_name, pci_functions, read_topology
+from tests.support.docs import example_block
 from tests.support.environment import REPO
 from tests.support.fleet import Host, build_host, diagnose_host, released_pair, released_pairs
 from tests.support.inprocess import doctor
@@ -281,14 +282,7 @@ def test_at_backend_start_only_the_cheap_and_decisive(tmp_path: Path) -> None:
 
 def depth_example(first_line_starts: str) -> list[str]:
     """The example block of _machine/README.md whose first line starts so (indented code), unindented."""
-    lines = (REPO / "jax_rocm7_plugin" / "_machine" / "README.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"    {first_line_starts}"))
-    block = []
-    for line in lines[start:]:
-        if not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return block
+    return example_block(REPO / "jax_rocm7_plugin" / "_machine" / "README.md", first_line_starts)
 
 
 def test_the_doctor_names_a_degraded_gpu_as_its_page_shows(

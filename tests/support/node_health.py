@@ -280,6 +280,23 @@ MI210 = Gpu(90010, device_id=0x740F, vram_bytes=64 * GIB)
 RX7900XTX = Gpu(110000, device_id=0x744C, vram_bytes=24 * GIB, simd_count=192)
 STRIX_HALO = Gpu(110501, device_id=0x1586, vram_bytes=96 * GIB, simd_count=80)
 
+
+def _gen4_cards(gpu: Gpu, buses: tuple[int, ...], watts: float, **options: object) -> tuple[Board, ...]:
+    """MI200-generation GPUs: PCIe 4.0 x16 links, no partition modes, their default power cap."""
+    gen4 = {"link": (GEN4, 16), "max_link": (GEN4, 16), "above_max": (GEN4, 16)}
+    return _boards(
+        gpu, len(buses), buses, compute=None, memory=None, cap_watts=watts, default_watts=watts, **gen4, **options
+    )
+
+
+def _desktop(board: Board, *boot: str) -> Node:
+    """A desktop or workstation: one GPU, 32 CPUs, NUMA balancing on and the locked-memory limit its distribution
+    sets (8 MiB), none of which matters without Instinct GPUs and RDMA devices."""
+    cmdline = " ".join(("BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p2 ro quiet splash", *boot))
+    return Node((board,), cmdline=cmdline, cpus=32, numa_balancing=1, memlock="8388608")
+
+
+_NO_MODES = {"compute": None, "memory": None}
 HEALTHY_NODES: dict[str, Node] = {
     "8x MI300X (XGMI, SPX/NPS1)": Node(_boards(MI300X, 8, _OAM_BUSES, aca=True, hive=0x5A1E0001)),
     "8x MI325X (XGMI, SPX/NPS1)": Node(
@@ -289,83 +306,29 @@ HEALTHY_NODES: dict[str, Node] = {
         _boards(MI355X, 8, _OAM_BUSES, aca=True, hive=0x5A1E0003, cap_watts=1400, default_watts=1400)
     ),
     "MI250X: 8 GCDs on 4 OAM modules (XGMI)": Node(
-        _boards(
-            MI250X,
-            8,
-            (0xC1, 0xC6, 0xC9, 0xCE, 0xD1, 0xD6, 0xD9, 0xDE),
-            hive=0x5A1E0004,
-            compute=None,
-            memory=None,
-            link=(GEN4, 16),
-            max_link=(GEN4, 16),
-            above_max=(GEN4, 16),
-            cap_watts=560,
-            default_watts=560,
-        ),
-        cpus=128,
+        _gen4_cards(MI250X, (0xC1, 0xC6, 0xC9, 0xCE, 0xD1, 0xD6, 0xD9, 0xDE), 560, hive=0x5A1E0004), cpus=128
     ),
     "2x MI210 behind PCIe switches, no XGMI bridge": Node(
-        _boards(
-            MI210,
-            2,
-            (0x23, 0x43),
-            compute=None,
-            memory=None,
-            link=(GEN4, 16),
-            max_link=(GEN4, 16),
-            above_max=(GEN4, 16),
-            platform_switch=True,
-            cap_watts=300,
-            default_watts=300,
-        ),
+        _gen4_cards(MI210, (0x23, 0x43), 300, platform_switch=True),
         cmdline="BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p2 ro quiet",
         cpus=64,
         numa_balancing=1,
     ),
-    "RX 7900 XTX: the card's own switch, link slowed at rest": Node(
-        (
-            Board(
-                RX7900XTX,
-                "0000:03:00.0",
-                compute=None,
-                memory=None,
-                card_switch=True,
-                link=(GEN1, 16),
-                max_link=(GEN4, 16),
-                above_max=(GEN4, 16),
-                function_link=(GEN4, 16),
-                blocks=RADEON_BLOCKS,
-                cap_watts=327,
-                default_watts=327,
-                temperatures=(("edge", 40.0), ("junction", 48.0), ("mem", 52.0)),
-            ),
-        ),
-        cmdline="BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p2 ro quiet splash",
-        cpus=32,
-        numa_balancing=1,
-        memlock="8388608",
+    "RX 7900 XTX: the card's own switch, link slowed at rest": _desktop(
+        Board(
+            RX7900XTX, "0000:03:00.0", card_switch=True, link=(GEN1, 16), max_link=(GEN4, 16), above_max=(GEN4, 16),
+            function_link=(GEN4, 16), blocks=RADEON_BLOCKS, cap_watts=327, default_watts=327,
+            temperatures=(("edge", 40.0), ("junction", 48.0), ("mem", 52.0)), **_NO_MODES,  # type: ignore[arg-type]
+        )
     ),
-    "Strix Halo APU": Node(
-        (
-            Board(
-                STRIX_HALO,
-                "0000:c5:00.0",
-                compute=None,
-                memory=None,
-                link=(GEN1, 1),
-                max_link=(GEN4, 16),
-                blocks=(),
-                cap_watts=None,
-                default_watts=None,
-                level="auto",
-            ),
+    "Strix Halo APU": _desktop(
+        Board(
+            STRIX_HALO, "0000:c5:00.0", link=(GEN1, 1), max_link=(GEN4, 16), blocks=(), cap_watts=None,
+            default_watts=None, **_NO_MODES,  # type: ignore[arg-type]
         ),
-        cmdline="BOOT_IMAGE=/boot/vmlinuz root=/dev/nvme0n1p2 ro quiet splash amd_iommu=off",
-        cpus=32,
-        numa_balancing=1,
-        memlock="8388608",
+        "amd_iommu=off",
     ),
     "8x MI300X in CPX/NPS4 on purpose": Node(
         _boards(MI300X, 8, _OAM_BUSES, aca=True, hive=0x5A1E0005, partitions=8, compute="CPX", memory="NPS4")
     ),
-}
+}  # fmt: skip
