@@ -166,3 +166,30 @@ def test_the_doctors_math_library_verdict_agrees_with_a_matmul_and_a_convolution
         "    jax.device_put(x, cpu), jax.device_put(k, cpu))\n"
         "np.testing.assert_allclose(np.asarray(conv), np.asarray(ref), rtol=1e-3, atol=1e-3)\n"
     )
+
+
+def test_the_health_read_understands_this_machines_files() -> None:
+    """The node-health read on real sysfs: every GPU placed at its PCI function (partitions of one GPU at one),
+    a discrete GPU's PCIe link parsed, RAS counters read where the driver keeps them, a partitionable GPU's modes
+    known; and nothing that reads as a fault on a machine the operator calls healthy (an error here says which)."""
+    from pathlib import Path
+
+    from jax_rocm7_plugin._machine.gpu_health import read_node
+    from jax_rocm7_plugin._machine.health_findings import health_findings
+    from jax_rocm7_plugin._machine.topology import read_topology
+    from jax_rocm7_plugin._policy.node_health import rules
+
+    root = Path("/")
+    node = read_node(root, read_topology(root))
+    assert node.gpus, "no GPU in the KFD topology"
+    for gpu in node.gpus:
+        kind = rules(gpu.target, gpu.device_id)
+        assert gpu.pci is not None and Path(f"/sys/bus/pci/devices/{gpu.pci}").exists(), gpu.where()
+        if not kind.integrated:
+            assert gpu.link is not None and gpu.link.width, f"{gpu.where()}: no PCIe link read"
+        if kind.partitions:
+            assert gpu.compute_partition in ("SPX", "DPX", "TPX", "QPX", "CPX"), gpu.compute_partition
+        if Path(f"/sys/bus/pci/devices/{gpu.pci}/ras").is_dir():
+            assert gpu.ras or gpu.ras_inaccessible, f"{gpu.where()}: RAS folder without counters read"
+    faults = [f.sentence() for f in health_findings(node, root) if f.severity != "info"]
+    assert faults == [], faults
