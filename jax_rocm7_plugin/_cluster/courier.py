@@ -205,7 +205,8 @@ def main() -> None:
         except Exception as error:  # noqa: BLE001
             fail("verdict", f"{type(error).__name__}: {error}")
         # Stay until the others have read the verdict: the service lives in this process.
-        until = time.time() + ACK_GRACE_SECONDS  # after the deadline too: the gathering may have used it all
+        began = time.time()
+        until = began + ACK_GRACE_SECONDS  # after the deadline too: the gathering may have used it all
         try:
             acked = read_published(client, f"{PREFIX}/ack", [p for p in records if p != 0], until, time.time)
         except Exception:  # noqa: BLE001 - the service is in this process; a listing that fails names nobody
@@ -214,7 +215,7 @@ def main() -> None:
         if not job.get("deep"):  # --deep ends with a code of its own
             # The report is printed before anyone takes the job's code: under mpirun the first process to exit
             # non-zero ends the job, process 0 with it, which must not be before its report is out.
-            emit("acked", unacked=unacked)
+            emit("acked", unacked=unacked, waited=round(time.time() - began, 1))
             read_message()  # {"printed": true}; a parent that is gone ends this courier (exit 4)
             hand_final_code(client, int(verdict.get("code", 1)), unacked, acked)
         emit("done", unacked=unacked)

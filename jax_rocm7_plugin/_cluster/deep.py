@@ -163,14 +163,15 @@ class _Deep:
             return  # the others are stuck or gone too: each says problems
         code = int(self.receive().get("deep-verdict", 1))
         acked: dict[int, str] = {}
+        began = time.time()
         with contextlib.suppress(Exception):  # the service lives here: stay until they have read it
             self.client.key_value_set(f"{PREFIX}/verdict", str(code))
             until = time.time() + VERDICT_WAIT_SECONDS
             acked = read_published(self.client, f"{PREFIX}/ack", sorted(listening), until, time.time)
         unacked = sorted(p for p in listening if p not in acked)
         # The parent prints the report before anyone takes the final code (under mpirun the first process to exit
-        # non-zero ends the job, process 0 with it).
-        self.emit("deep-acked", unacked=unacked)
+        # non-zero ends the job, process 0 with it). `waited`: how long the report may say it waited for them.
+        self.emit("deep-acked", unacked=unacked, waited=round(time.time() - began, 1))
         self.receive()  # {"printed": true}
         with contextlib.suppress(Exception):
             self.client.key_value_set(f"{PREFIX}/final", str(code if code != 0 or not unacked else 1))
@@ -183,9 +184,15 @@ class _Deep:
         code, why = 1, ""
         if not stuck:
             wait = gathering_seconds(self.step_timeout) + VERDICT_WAIT_SECONDS
+            began = time.time()
             verdict = self.await_verdict(wait)
-            if verdict is None:
-                why = f"process 0 gave no exit code within {wait:g} s"
+            if verdict is None:  # said as it happened: the wait ends early where the service stops answering
+                waited = time.time() - began
+                why = (
+                    f"process 0 gave no exit code within {wait:g} s"
+                    if waited >= wait - 1
+                    else f"process 0 stopped answering {waited:.1f} s into the wait for its exit code"
+                )
             else:
                 with contextlib.suppress(Exception):
                     self.client.key_value_set(f"{PREFIX}/ack/{self.process_id}", "1")

@@ -430,7 +430,8 @@ class _Run:
             done = {}
         unread = [int(p) for p in done.get("unacked", ())]
         if unread and not self.options.deep:  # --deep names them at the step they never reached
-            report = self._unread(report, unread, records, "the verdict", courier.ACK_GRACE_SECONDS)
+            waited = float(done.get("waited", courier.ACK_GRACE_SECONDS))
+            report = self._unread(report, unread, records, "the verdict", waited)
         if not self.options.deep:
             return self._printed_then_final(link, report, "done", courier.ACK_GRACE_SECONDS)
         result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
@@ -449,7 +450,9 @@ class _Run:
             acked = link.wait_for(("deep-acked",), time.time() + DEEP_VERDICT_SECONDS)
             unread = [int(p) for p in acked.get("unacked", ())]
             if unread:
-                report = self._unread(report, unread, records, "the job's exit code", VERDICT_WAIT_SECONDS)
+                report = self._unread(
+                    report, unread, records, "the job's exit code", float(acked.get("waited", VERDICT_WAIT_SECONDS))
+                )
         return self._printed_then_final(link, report, "deep-finished", FINAL_ACK_SECONDS)
 
     def _printed_then_final(self, link: CourierLink, report: ClusterReport, last: str, seconds: float) -> int:
