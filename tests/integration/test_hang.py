@@ -180,6 +180,10 @@ def test_exit_makes_every_process_leave_with_the_stated_code(tmp_path: Path) -> 
 
 
 def test_a_healthy_loop_reports_nothing(tmp_path: Path) -> None:
+    """No hang is reported in a loop that runs to its end. On a loaded machine one step can stand still for the
+    3 s timeout in every process at once: that is said at info level and blames no one (seen with four workers on
+    two cores), which is what the product promises for a job that is all in one place."""
     outputs, _ = run_job(tmp_path, 60, steps=200)
     assert all("done" in text for text in outputs), outputs
-    assert said(outputs, "ROCm job") == []
+    lines = said(outputs, "ROCm job")
+    assert all(" INFO " in line and "no process holding the others up" in line for line in lines), lines
