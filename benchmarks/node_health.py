@@ -61,9 +61,9 @@ def measure(name: str, root: Path, runs: int) -> None:
 
     topology = read_topology(root)
     print(f"{name}: {len(topology.gpus)} KFD GPU nodes")
-    doctor = timed(lambda: health_findings(read_node(root, topology), root), runs)
+    doctor = timed(lambda: health_findings(read_node(root, topology)), runs)
     print(line("  doctor: full read + findings", doctor))
-    check = timed(lambda: summarised(read_node(root, topology, full=False), root), runs)
+    check = timed(lambda: summarised(read_node(root, topology, full=False)), runs)
     print(line("  job check: cheap read + record summary", check))
     watcher = timed(lambda: read_node(root, read_topology(root), full=False), runs)
     print(line("  hang watcher: topology + cheap read", watcher))

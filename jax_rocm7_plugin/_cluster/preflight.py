@@ -423,7 +423,7 @@ class _Run:
         hosts = tuple(sorted({r.host for r in records.values()}))
         report = self.report(findings, tuple(sorted(records)), missing, hosts)
         link.send({"verdict": {"code": report.exit_code, "verdict": report.verdict}})
-        wanted = ("done",) if self.options.deep else ("acked", "done")
+        wanted = ("done",) if self.options.deep else ("acked",)  # plain: the courier waits for the report first
         try:  # the verdict is out; the others say if they could not read it
             done = link.wait_for(wanted, time.time() + 2 * courier.ACK_GRACE_SECONDS + KILL_GRACE_SECONDS)
         except CourierGone:

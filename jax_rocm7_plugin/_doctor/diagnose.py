@@ -66,7 +66,7 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     elif health is not None:
         from jax_rocm7_plugin._machine.health_findings import health_findings
 
-        found.extend(health_findings(health, settings.sysroot))
+        found.extend(health_findings(health))
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
@@ -120,12 +120,11 @@ def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:
     machine = facts.machine
     if machine is None or not machine.topology.gpus:
         return None, 0.0
-    from jax_rocm7_plugin._machine.gpu_health import read_node
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+    from jax_rocm7_plugin._machine.gpu_health import read_in_time
+    from jax_rocm7_plugin._safe_io import Deadline
 
-    root, topology = facts.settings.sysroot, machine.topology
     try:
-        return with_deadline(lambda: read_node(root, topology)), time.monotonic()
+        return read_in_time(facts.settings.sysroot, machine.topology), time.monotonic()
     except Deadline as late:
         from jax_rocm7_plugin._findings import machine_probe_timeout
 

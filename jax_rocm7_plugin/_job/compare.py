@@ -689,9 +689,8 @@ def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, Hea
             host: tuple(sorted({str(value(g)) for g in h.gpus if value(g) is not None})) for host, h in health.items()
         }
         described = {host: values for host, values in described.items() if values}
-        by_value: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for host, values in described.items():
-            by_value[values].extend(hosts[host])
+        members = {p: records[p] for host in described for p in hosts[host]}
+        by_value = _group(members, lambda r, d=described: d[r.host])  # type: ignore[misc]
         if len(by_value) < 2:
             continue
         text = describe_groups(by_value, _host_of(records), {k: ", ".join(k) for k in by_value})

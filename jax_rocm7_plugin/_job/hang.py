@@ -429,18 +429,14 @@ def _gpu_counters(root: str) -> Any:
     where there are none or the driver does not answer."""
     from pathlib import Path
 
-    from jax_rocm7_plugin._machine.gpu_health import read_node
-    from jax_rocm7_plugin._machine.topology import read_topology
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
-
-    def read() -> Any:
-        topology = read_topology(Path(root))
-        return read_node(Path(root), topology, full=False) if topology.gpus else None
+    from jax_rocm7_plugin._machine.gpu_health import read_in_time
+    from jax_rocm7_plugin._safe_io import Deadline
 
     try:
-        return with_deadline(read)
+        node = read_in_time(Path(root), full=False)
     except (Deadline, OSError):
         return None
+    return node if node.gpus else None
 
 
 def _leave() -> None:

@@ -399,18 +399,17 @@ def health_fact(facts: Facts, *, full: bool) -> HealthFact | None:
     machine = facts.machine
     if machine is None or not machine.topology.gpus:
         return None
-    from jax_rocm7_plugin._machine.gpu_health import read_node
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+    from jax_rocm7_plugin._machine.gpu_health import read_in_time
+    from jax_rocm7_plugin._safe_io import Deadline
 
-    root = facts.settings.sysroot
     try:
-        node = with_deadline(lambda: read_node(root, machine.topology, full=full))
+        node = read_in_time(facts.settings.sysroot, machine.topology, full=full)
     except Deadline:
         return None  # a hung driver: the backend's own start says more than a record could
-    return summarised(node, root)
+    return summarised(node)
 
 
-def summarised(node: NodeHealth, root: Path) -> HealthFact:
+def summarised(node: NodeHealth) -> HealthFact:
     """What a record carries of a node's health: per GPU what hosts are compared by, and the node's warnings."""
     from jax_rocm7_plugin._machine.health_findings import health_findings
 
@@ -426,7 +425,7 @@ def summarised(node: NodeHealth, root: Path) -> HealthFact:
         )
         for g in node.gpus
     )
-    faults = tuple((f.id, f.summary) for f in health_findings(node, root) if f.severity == "warning")
+    faults = tuple((f.id, f.summary) for f in health_findings(node) if f.severity == "warning")
     return HealthFact(gpus, faults)
 
 

@@ -26,7 +26,14 @@ import re
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path, machine_path
-from jax_rocm7_plugin._machine.topology import TOPOLOGY_DIR, KfdNode, Topology, pci_functions, read_properties
+from jax_rocm7_plugin._machine.topology import (
+    TOPOLOGY_DIR,
+    KfdNode,
+    Topology,
+    pci_functions,
+    read_properties,
+    read_topology,
+)
 from jax_rocm7_plugin._record import NamedTuple
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -123,9 +130,9 @@ class GpuHealth(NamedTuple):
         at = f" at {self.pci}" if self.pci else ""
         return f"GPU {self.ordinal} ({self.target or 'unknown target'}{at})"
 
-    def device_path(self, root: Path, name: str = "") -> str:
-        """A file of this GPU's PCI function, as the machine names it."""
-        return machine_path(host_path(root, f"{PCI_DEVICES}/{self.pci}/{name}".rstrip("/")), root)
+    def device_path(self, name: str = "") -> str:
+        """A file of this GPU's PCI function, as the machine names it (whatever root it was read under)."""
+        return f"{PCI_DEVICES}/{self.pci}/{name}".rstrip("/")
 
 
 class HostSettings(NamedTuple):
@@ -423,12 +430,15 @@ def read_node(root: Path, topology: Topology, *, full: bool = True) -> NodeHealt
     """The node's GPUs and host settings (not `full`: see read_gpus; no host settings)."""
     if not full:
         return NodeHealth(read_gpus(root, topology, full=False), HostSettings(None, None, None, None, ()), None)
-    parameter = _text(host_path(root, BAD_PAGE_PARAMETER))
-    try:
-        bad_page_parameter = int(parameter) if parameter else None
-    except ValueError:
-        bad_page_parameter = None
-    return NodeHealth(read_gpus(root, topology), read_host(root), bad_page_parameter)
+    return NodeHealth(read_gpus(root, topology), read_host(root), _integer(host_path(root, BAD_PAGE_PARAMETER)))
+
+
+def read_in_time(root: Path, topology: Topology | None = None, *, full: bool = True) -> NodeHealth:
+    """read_node (and the topology's read where none is given) under _safe_io's deadline: a hung driver raises
+    Deadline naming the file it was reading. Every reader of the node's health goes through it."""
+    from jax_rocm7_plugin._safe_io import with_deadline
+
+    return with_deadline(lambda: read_node(root, topology if topology is not None else read_topology(root), full=full))
 
 
 def as_json(value: object) -> object:

@@ -15,7 +15,6 @@ A healthy GPU gets nothing.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from statistics import median
 
 from jax_rocm7_plugin._findings import Finding, node_health
@@ -26,13 +25,13 @@ _RESET = "reset the GPU (as root: amd-smi reset --gpureset -g {ordinal}) or rebo
 _DRAIN = "drain this node (take it out of the scheduler) and "
 
 
-def health_findings(node: NodeHealth, root: Path) -> list[Finding]:
+def health_findings(node: NodeHealth) -> list[Finding]:
     found: list[Finding] = []
     for gpu in node.gpus:
         found.extend(_errors(gpu))
         found.extend(_bad_pages(gpu, node.bad_page_parameter))
         found.extend(_link(gpu))
-        found.extend(_power(gpu, root))
+        found.extend(_power(gpu))
     found.extend(_correctable_outliers(node.gpus))
     found.extend(_xgmi(node.gpus))
     found.extend(_partitions(node.gpus))
@@ -60,7 +59,7 @@ def rising(before: NodeHealth, after: NodeHealth, seconds: float) -> list[Findin
                         f"{gpu.where()}: its PCIe link replayed {gpu.replays - old.replays} packets in {seconds:.0f} s "
                         f"({per_minute:.0f} a minute, over the {limit:g} a minute DCGM warns at): the link is noisy",
                         f"{_DRAIN}reseat the GPU or check its slot, riser and cables; then reboot",
-                        (f"{gpu.device_path(Path('/'), 'pcie_replay_count')}: {old.replays} then {gpu.replays}",),
+                        (f"{gpu.device_path('pcie_replay_count')}: {old.replays} then {gpu.replays}",),
                     )
                 )
         if gpu.ras_inaccessible and not old.ras_inaccessible:
@@ -209,7 +208,7 @@ def _speed(value: float | None) -> str:
     return f"{value:g} GT/s" if value is not None else "unknown speed"
 
 
-def _power(gpu: GpuHealth, root: Path) -> list[Finding]:
+def _power(gpu: GpuHealth) -> list[Finding]:
     found = []
     cap, default = gpu.power_cap_watts, gpu.power_cap_default_watts
     if cap is not None and default is not None and cap < default * 0.99:
@@ -221,12 +220,12 @@ def _power(gpu: GpuHealth, root: Path) -> list[Finding]:
                 "under load",
                 "nothing if an administrator set it on purpose; to restore it, as root: write "
                 f"{int(default * 1e6)} to its hwmon power1_cap",
-                (f"{gpu.device_path(root, 'hwmon')}: power1_cap {cap:g} W, power1_cap_default {default:g} W",),
+                (f"{gpu.device_path('hwmon')}: power1_cap {cap:g} W, power1_cap_default {default:g} W",),
             )
         )
     level = gpu.performance_level
     if level is not None and level not in ("auto", "unknown"):
-        path = gpu.device_path(root, "power_dpm_force_performance_level")
+        path = gpu.device_path("power_dpm_force_performance_level")
         found.append(
             node_health(
                 "gpu-performance-level",
@@ -248,8 +247,8 @@ def _power(gpu: GpuHealth, root: Path) -> list[Finding]:
                 "stays well under: it will throttle under load",
                 f"{_DRAIN}check its cooling: fans, airflow, blanking panels and the inlet temperature",
                 (
-                    f"{gpu.device_path(root, 'gpu_busy_percent')}: 0",
-                    *(f"{gpu.device_path(root, 'hwmon')}: {label} {value:g} C" for label, value in gpu.temperatures),
+                    f"{gpu.device_path('gpu_busy_percent')}: 0",
+                    *(f"{gpu.device_path('hwmon')}: {label} {value:g} C" for label, value in gpu.temperatures),
                 ),
             )
         )
@@ -344,7 +343,7 @@ def _partitions(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
                 "per GPU, and sharded programs place work unevenly",
                 f"set every GPU of the host to one mode, as root: amd-smi set --compute-partition {usual[0]} "
                 f"--memory-partition {usual[1]}",
-                (f"{gpu.device_path(Path('/'), 'current_compute_partition')}: {gpu.compute_partition}",),
+                (f"{gpu.device_path('current_compute_partition')}: {gpu.compute_partition}",),
             )
             for gpu in moded
             if (gpu.compute_partition, gpu.memory_partition) != usual

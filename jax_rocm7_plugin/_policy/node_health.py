@@ -85,14 +85,6 @@ def threshold(name: str) -> float:
     return float(_policy()["thresholds"][name]["value"])
 
 
-def why(name: str) -> str:
-    return str(_policy()["thresholds"][name]["why"])
-
-
-def source(name: str) -> str:
-    return str(_policy()["sources"][name])
-
-
 def bad_page_threshold(parameter: int | None, target: str | None, vram_bytes: int | None) -> int | None:
     """The retired pages past which the driver stops trusting a GPU, from amdgpu's `bad_page_threshold` module
     parameter (None: not readable, taken as the default -1); None where the GPU keeps no threshold."""

@@ -101,12 +101,11 @@ def machine_files(root: Path) -> Iterator[tuple[str, str]]:
 def gpu_health(root: Path) -> str:
     """The node's GPU health as the doctor read it (_machine/gpu_health.py: RAS counters, retired pages, PCIe
     links, XGMI, partition modes, power and heat, host settings), as JSON; what stopped the read, where it did."""
-    from jax_rocm7_plugin._machine.gpu_health import as_json, read_node
-    from jax_rocm7_plugin._machine.topology import read_topology
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+    from jax_rocm7_plugin._machine.gpu_health import as_json, read_in_time
+    from jax_rocm7_plugin._safe_io import Deadline
 
     try:
-        data = as_json(with_deadline(lambda: read_node(root, read_topology(root))))
+        data = as_json(read_in_time(root))
     except (Deadline, OSError) as error:
         data = {"unreadable": str(error)}
     return json.dumps(data, indent=2) + "\n"

@@ -191,5 +191,5 @@ def test_the_health_read_understands_this_machines_files() -> None:
             assert gpu.compute_partition in ("SPX", "DPX", "TPX", "QPX", "CPX"), gpu.compute_partition
         if Path(f"/sys/bus/pci/devices/{gpu.pci}/ras").is_dir():
             assert gpu.ras or gpu.ras_inaccessible, f"{gpu.where()}: RAS folder without counters read"
-    faults = [f.sentence() for f in health_findings(node, root) if f.severity != "info"]
+    faults = [f.sentence() for f in health_findings(node) if f.severity != "info"]
     assert faults == [], faults

@@ -34,7 +34,7 @@ FAULTY_PCI = MI300X_NODE.boards[FAULTY].pci
 
 def judged(node: Node, where: Path) -> list[Finding]:
     root = make_node(where / "root", node)
-    return health_findings(read_node(root, read_topology(root)), root)
+    return health_findings(read_node(root, read_topology(root)))
 
 
 @pytest.mark.parametrize("name", list(HEALTHY_NODES))
@@ -112,7 +112,7 @@ def test_a_link_the_gpu_lost_is_named_on_both_ends_of_the_hive(tmp_path: Path) -
     link_dir = root / "sys/class/kfd/kfd/topology/nodes" / str(FAULTY + 1) / "io_links"
     lost = next(p for p in link_dir.iterdir() if "node_to 7\n" in (p / "properties").read_text())
     (lost / "properties").write_text((lost / "properties").read_text().replace("type 11", "type 2"))
-    found = health_findings(read_node(root, read_topology(root)), root)
+    found = health_findings(read_node(root, read_topology(root)))
     finding = _only(found, "xgmi-link-missing")
     _names_the_gpu(finding)
     assert "no XGMI link to GPU 6" in finding.summary
@@ -203,7 +203,7 @@ def test_every_health_finding_is_in_the_catalog() -> None:
 
 def host_health(node: Node, where: Path, *, full: bool = True) -> HealthFact:
     root = make_node(where, node)
-    return summarised(read_node(root, read_topology(root), full=full), root)
+    return summarised(read_node(root, read_topology(root), full=full))
 
 
 def health_job(tmp_path: Path, hosts: list[Node], *, full: bool = True) -> dict[int, ProcessRecord]:

@@ -86,7 +86,8 @@ def _location(pci: str) -> tuple[int, int]:
     return domain, bus << 8 | device << 3 | function
 
 
-def _kfd_gpus(node: Node) -> list[Gpu]:
+def kfd_gpus(node: Node) -> list[Gpu]:
+    """The node's KFD GPU nodes: one per partition of each board, located (domain, location_id) and in its hive."""
     gpus = []
     minor = 128
     for board in node.boards:
@@ -239,13 +240,13 @@ def _links(root: Path, node: Node) -> None:
 
 def make_node(root: Path, node: Node, **sysroot: object) -> Path:
     """The sysroot of `node`: KFD topology and /dev nodes (make_sysroot), then every health file."""
-    make_sysroot(root, _kfd_gpus(node), **sysroot)  # type: ignore[arg-type]
+    make_sysroot(root, kfd_gpus(node), **sysroot)  # type: ignore[arg-type]
     write_health(root, node)
     return root
 
 
 def write_health(root: Path, node: Node) -> None:
-    """The health files of `node` under a sysroot whose KFD GPU nodes are `_kfd_gpus(node)`."""
+    """The health files of `node` under a sysroot whose KFD GPU nodes are `kfd_gpus(node)`."""
     for index, board in enumerate(node.boards):
         _pci_tree(root, board, index)
     _links(root, node)
@@ -260,10 +261,6 @@ def write_health(root: Path, node: Node) -> None:
     for device in node.rdma:
         host[f"sys/class/infiniband/{device}/node_type"] = "1: CA\n"
     _write(root, host)
-
-
-def kfd_gpus(node: Node) -> list[Gpu]:
-    return _kfd_gpus(node)
 
 
 # Healthy nodes, as their vendors ship them (fixture data: PCI addresses in the shapes those platforms use).
