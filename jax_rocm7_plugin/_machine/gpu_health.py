@@ -42,6 +42,9 @@ CMDLINE = "/proc/cmdline"
 CPUS_ONLINE = "/sys/devices/system/cpu/online"
 NUMA_BALANCING = "/proc/sys/kernel/numa_balancing"
 LIMITS = "/proc/self/limits"
+# The kernel command line can carry credentials (iSCSI, NFS root, disk keys): only the words the rules read are
+# kept, so no finding, record or report carries the rest.
+CMDLINE_WORDS = frozenset({"iommu", "amd_iommu", "intel_iommu", "numa_balancing", "pci"})
 XGMI_LINK_TYPE = 11  # CRAT_IOLINK_TYPE_XGMI (kfd_crat.h); PCIe is 2
 AMD_VENDOR = 0x1002
 PCI_BRIDGE_CLASS = 0x0604
@@ -136,7 +139,7 @@ class GpuHealth(NamedTuple):
 
 
 class HostSettings(NamedTuple):
-    cmdline: str | None
+    cmdline: str | None  # of /proc/cmdline, only the words named in CMDLINE_WORDS
     logical_cpus: int | None
     numa_balancing: int | None
     memlock_bytes: int | None  # the soft locked-memory limit; -1: unlimited; None: not read
@@ -417,8 +420,9 @@ def read_host(root: Path) -> HostSettings:
     from jax_rocm7_plugin._machine.network import rdma_devices
 
     numa = _integer(host_path(root, NUMA_BALANCING))
+    cmdline = _text(host_path(root, CMDLINE))
     return HostSettings(
-        _text(host_path(root, CMDLINE)),
+        None if cmdline is None else " ".join(w for w in cmdline.split() if w.partition("=")[0] in CMDLINE_WORDS),
         parse_cpu_list(_text(host_path(root, CPUS_ONLINE))),
         numa,
         parse_memlock(_text(host_path(root, LIMITS))),

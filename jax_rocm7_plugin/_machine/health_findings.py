@@ -390,7 +390,10 @@ def _host(node: NodeHealth) -> list[Finding]:
                     ),
                     "add iommu=pt to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub), update "
                     "grub and reboot",
-                    (f"/proc/cmdline: {host.cmdline}", f"{host.logical_cpus} logical CPUs online"),
+                    (
+                        f"/proc/cmdline, its IOMMU words: {host.cmdline or 'none'}",
+                        f"{host.logical_cpus} logical CPUs online",
+                    ),
                 )
             )
     if instinct and host.numa_balancing == 1:
