@@ -105,8 +105,39 @@ class DeepResult(NamedTuple):
     rates: dict[int, float]  # each process's local work, GFLOP/s
 
 
-def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, str], step_timeout: float) -> DeepResult:
-    """Process 0's courier's gathering (each step with every process's outcome) as figures and findings."""
+def slow_local_work(
+    rates: Mapping[int, float], host_of: Mapping[int, str], shared_cores: bool
+) -> tuple[tuple[int, ...], float, str]:
+    """The processes whose local work ran slow, the median they fell below, and what that median is of. With
+    `shared_cores` (the CPU platform) the processes of one host share its cores, and which of them the scheduler
+    favoured says nothing of the host: there each host's median rate is compared with the other hosts', and a
+    slow host's processes are named."""
+    if not rates:
+        return (), 0.0, "the job's median rate"
+    if not shared_cores:
+        return slow_processes(rates), statistics.median(rates.values()), "the job's median rate"
+    by_host: dict[str, list[float]] = {}
+    for process, rate in rates.items():
+        by_host.setdefault(host_of.get(process, "unknown host"), []).append(rate)
+    host_rates = {host: statistics.median(r) for host, r in by_host.items()}
+    slow_hosts = set(slow_processes(host_rates))
+    slow = tuple(sorted(p for p in rates if host_of.get(p, "unknown host") in slow_hosts))
+    return (
+        slow,
+        statistics.median(host_rates.values()),
+        "the median of the hosts' rates (their processes share each host's CPU)",
+    )
+
+
+def read_steps(
+    steps: list[dict[str, Any]],
+    count: int,
+    host_of: Mapping[int, str],
+    step_timeout: float,
+    shared_cores: bool = False,
+) -> DeepResult:
+    """Process 0's courier's gathering (each step with every process's outcome) as figures and findings.
+    `shared_cores`: the devices are the hosts' CPUs (--platform cpu), shared by each host's processes."""
     figures: list[Figure] = []
     findings: list[ClusterFinding] = []
     rates: dict[int, float] = {}
@@ -177,17 +208,16 @@ def read_steps(steps: list[dict[str, Any]], count: int, host_of: Mapping[int, st
             )
         if name == "local-work":
             rates = {p: float(o["gflops"]) for p, o in outcomes.items() if o.get("ok") and o.get("gflops")}
-            slow = list(slow_processes(rates))
+            found, median, of_what = slow_local_work(rates, host_of, shared_cores)
+            slow = list(found)
             if slow:
                 processes, hosts = concerns(slow)
-                median = statistics.median(rates.values())
                 findings.append(
                     catalog.mismatch(
                         "cluster-process-slow",
                         "warning",
                         f"{processes_phrase(slow)} on {hosts_phrase(hosts)} ran the same local work below "
-                        f"{SLOW_FRACTION:.0%} of the job's median rate ({median:.1f} GFLOP/s): every collective "
-                        "waits for them",
+                        f"{SLOW_FRACTION:.0%} of {of_what} ({median:.1f} GFLOP/s): every collective waits for them",
                         "look for throttling (amd-smi metric: power, temperature, clocks), other jobs on the host, "
                         "or a GPU in a degraded state; move the job off these hosts meanwhile",
                         processes,
@@ -217,6 +247,7 @@ def read_lost(
     step_timeout: float,
     dead: tuple[int, ...],
     evidence: str,
+    shared_cores: bool = False,
 ) -> DeepResult:
     """Process 0's courier ended by jaxlib (the service declared `dead` silent) with the steps it had seen (each
     with the outcomes published so far): the steps every process finished, read as usual, then where the dead
@@ -226,7 +257,7 @@ def read_lost(
         if len(step.get("outcomes", {})) < count:
             break
         complete.append(step)
-    result = read_steps(complete, count, host_of, step_timeout)
+    result = read_steps(complete, count, host_of, step_timeout, shared_cores)
     if not dead:
         return result
     where = str(steps[len(complete)]["name"]) if len(complete) < len(steps) else "the report"

@@ -253,19 +253,20 @@ class _Run:
         from jax_rocm7_plugin._cluster.collectives import read_lost, read_steps
 
         count, timeout = int(self.expected or 0), self.options.step_timeout
+        shared = self.options.platform == "cpu"  # the hosts' CPUs: shared by each host's processes
         try:
             event = self._deep_progress(link, "deep")
         except CourierGone as gone:
             steps = [{**step, "outcomes": self.seen.outcomes.get(i, {})} for i, step in enumerate(self.seen.plan)]
             loss = failures.service_loss(link.stderr_text()) if gone.why == "exited" else None
             if loss is not None and loss.dead:
-                result = read_lost(steps, count, host_of, timeout, loss.dead, loss.line)
+                result = read_lost(steps, count, host_of, timeout, loss.dead, loss.line, shared)
                 return result, list(result.findings)
-            result = read_lost(steps, count, host_of, timeout, (), "")
+            result = read_lost(steps, count, host_of, timeout, (), "", shared)
             return result, [*result.findings, self._gone(link, gone, f"the deep steps ({self.seen.step})")]
         if event["event"] == "error":
             return None, [self._courier_error(link, event)]
-        result = read_steps(list(event["steps"]), count, host_of, timeout)
+        result = read_steps(list(event["steps"]), count, host_of, timeout, shared)
         return result, list(result.findings)
 
     def _doctor(self) -> tuple[Any, Any] | BaseException:

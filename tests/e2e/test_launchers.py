@@ -339,8 +339,8 @@ def test_the_deep_preflight_under_the_launcher(
     job = launch(launcher, JAX_0102)
     deep = ("--deep", "--platform", "cpu", "--sizes", "8,1M", "--step-timeout", "30")
     outcome = job.run(job.machines(build), TIMEOUT + 200, *deep)
-    assert outcome.returncode == 0, outcome.stderr[-8000:]
     report = report_in(outcome)
+    assert outcome.returncode == 0, (report["findings"], report.get("local_work_gflops"), outcome.stderr[-4000:])
     # The four tasks share one host: the job's collectives, then the one within the host (no pairs).
     assert report["findings"] == [] and [(c["op"], c["bytes"], c["group"]) for c in report["collectives"]] == [
         ("all-reduce", 8, "job"),

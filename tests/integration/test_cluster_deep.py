@@ -87,14 +87,16 @@ def test_a_process_killed_mid_step_is_named(tmp_path: Path, standin_library: Pat
 
 
 def test_a_slowed_process_is_named_as_slow(tmp_path: Path, standin_library: Path) -> None:
-    # Slowed from the step before the local work (which is short) to its first collective; at a tenth of its
-    # speed a compile takes seconds, hence the longer step deadline.
-    job = DeepJob(tmp_path, standin_library, 2, step_timeout=20)
+    # Slowed from the step before the local work (which is short) to its first collective; at a twentieth of its
+    # speed a compile takes seconds, hence the longer step deadline. A host each: on the CPU platform processes
+    # that share a host share its cores, and only hosts are compared.
+    job = DeepJob(tmp_path, standin_library, 2, per_host=1, step_timeout=30)
     results = job.run(fault=(1, "first-jit", "slow"))
     report = report_of(results)
     found = by_id(report)
     assert "cluster-process-slow" in found, report["local_work_gflops"]
-    assert found["cluster-process-slow"]["processes"] == [1], report["local_work_gflops"]
+    slow = found["cluster-process-slow"]
+    assert slow["processes"] == [1] and slow["hosts"] == ["node-1"], report["local_work_gflops"]
     assert results[0][0] == 1
 
 

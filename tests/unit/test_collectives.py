@@ -14,6 +14,7 @@ from jax_rocm7_plugin._cluster.collectives import (
     parse_sizes,
     read_steps,
     size_text,
+    slow_local_work,
     slow_processes,
     table_lines,
 )
@@ -195,3 +196,22 @@ def test_text_is_cut_at_a_word_with_an_ellipsis(text: str, limit: int, expected:
     from jax_rocm7_plugin._job.phrases import clipped
 
     assert clipped(text, limit) == expected and len(clipped(text, limit)) <= limit
+
+
+def test_on_shared_cores_hosts_are_compared_not_the_processes_of_one_host() -> None:
+    """--platform cpu: processes of one host share its cores; the scheduler's favourite among them names nothing,
+    a host whose processes all ran slow is named with its processes."""
+    one_host = {0: "a", 1: "a", 2: "a", 3: "a"}
+    uneven = {0: 90.0, 1: 20.0, 2: 85.0, 3: 80.0}
+    assert slow_local_work(uneven, one_host, shared_cores=False)[0] == (1,)
+    assert slow_local_work(uneven, one_host, shared_cores=True)[0] == ()
+    two_each = {p: "ab"[p // 2] for p in range(4)}
+    assert slow_local_work({0: 30.0, 1: 80.0, 2: 50.0, 3: 60.0}, two_each, shared_cores=True)[0] == ()
+    three_hosts = {p: "abc"[p // 2] for p in range(6)}
+    rates = {0: 80.0, 1: 70.0, 2: 20.0, 3: 15.0, 4: 75.0, 5: 90.0}
+    slow, median, of_what = slow_local_work(rates, three_hosts, shared_cores=True)
+    assert slow == (2, 3) and median == 75.0 and "hosts" in of_what
+    steps = [_step("local-work", {p: _ok(gflops=r) for p, r in rates.items()})]
+    (finding,) = read_steps(steps, 6, three_hosts, 10.0, shared_cores=True).findings
+    assert finding.id == "cluster-process-slow" and finding.processes == (2, 3) and finding.hosts == ("b",)
+    assert read_steps(steps[:1], 6, {p: "a" for p in range(6)}, 10.0, shared_cores=True).findings == ()
