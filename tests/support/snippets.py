@@ -32,9 +32,14 @@ def make_venv(path: Path, interpreter: Path | None = None) -> Path:
 
 def fast_venv(path: Path, interpreter: Path, *requirements: str | Path) -> Path:
     """A fresh venv of `interpreter` with `requirements` installed by uv (pinned in requirements/test.txt): the
-    same wheels pip would resolve, linked from uv's cache and byte-compiled at install (~8 s, where pip takes
-    ~35 s for jax and jaxlib). pip is seeded into it for the tests that reinstall a wheel the way users do. The
-    install routes users take (pip, the jax extra) are tested with pip itself (tests/e2e/test_release.py)."""
+    same wheels pip would resolve, linked from uv's cache (~2 s, where pip takes ~35 s for jax and jaxlib). pip is
+    seeded into it for the tests that reinstall a wheel the way users do. The install routes users take (pip, the
+    jax extra) are tested with pip itself (tests/e2e/test_release.py).
+
+    Byte-compiled are the packages the tests' processes import (jax, jaxlib, numpy, ours, ...): the environment
+    may forbid writing bytecode (PYTHONDONTWRITEBYTECODE), and then every child would compile them again. Not
+    scipy, pip and setuptools, which `import jax` never loads: uv's --compile-bytecode took ~8 s of both cores per
+    venv, half of it for those."""
     import sys
 
     from tests.support.environment import TEST_CACHE
@@ -43,14 +48,24 @@ def fast_venv(path: Path, interpreter: Path, *requirements: str | Path) -> Path:
     # One cache for every worker and session (uv's cache takes concurrent installs): not under XDG_CACHE_HOME,
     # which the suite points at a fresh folder per process (tests/conftest.py).
     environ = {**os.environ, "VIRTUAL_ENV": "", "UV_CACHE_DIR": str(TEST_CACHE / "uv")}
+    python = path / "bin" / "python"
     for argv in (
         [str(uv), "venv", "--quiet", "--seed", "--python", str(interpreter), str(path)],
-        [str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(path / "bin" / "python"),
-         *map(str, requirements)],
-    ):  # fmt: skip
+        [str(uv), "pip", "install", "--quiet", "--python", str(python), *map(str, requirements)],
+    ):
         done = subprocess.run(argv, capture_output=True, text=True, env=environ)
         assert done.returncode == 0, done.stdout + done.stderr
-    return path / "bin" / "python"
+    (site,) = path.glob("lib/python3.*/site-packages")
+    imported = sorted(
+        str(p) for p in site.iterdir() if p.is_dir() and p.name not in _NOT_IMPORTED and "." not in p.name
+    )
+    done = subprocess.run([str(python), "-m", "compileall", "-q", "-j0", *imported], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return python
+
+
+# Top-level folders of a test venv's site-packages that no test process imports (fast_venv byte-compiles the rest).
+_NOT_IMPORTED = frozenset({"scipy", "pip", "setuptools", "pkg_resources", "_distutils_hack", "__pycache__"})
 
 
 def _runs_as(candidate: str, version: str) -> bool:
