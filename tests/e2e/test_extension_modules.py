@@ -179,15 +179,16 @@ def test_the_published_pair_on_a_machine_without_a_gpu_reads_short(
 
 @pytest.fixture
 def published_library(env: ModulesEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The release's published xla_rocm_plugin.so, taken from the wheel `released` builds use (cached)."""
-    from jax_rocm7_build._checkout import CACHE_DIR
+    """The release's published xla_rocm_plugin.so, from the wheel `released` builds use: downloaded into their
+    cache and sha256-checked against the release table where it is not there yet (no wheel is built)."""
+    from jax_rocm7_build.downloads import verified_download
+    from jax_rocm7_build.progress import Progress
+
+    from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
 
     row = releases.get(env.combo.release)
     assert row is not None
-    wheel = CACHE_DIR / "released" / row.published_pjrt.filename
-    if not wheel.is_file():
-        build(tmp_path_factory.mktemp("pjrt"), None, "--pjrt-library", "released", "--only", "pjrt",
-              "--release", row.release, "--python-version", env.combo.python)  # fmt: skip
+    wheel = verified_download(row.published_pjrt, PJRT_DISTRIBUTION, Progress())
     target = tmp_path_factory.mktemp("published") / "xla_rocm_plugin.so"
     with zipfile.ZipFile(wheel) as archive:
         member = next(n for n in archive.namelist() if n.endswith("/xla_rocm_plugin.so"))
