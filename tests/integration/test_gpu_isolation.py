@@ -56,18 +56,18 @@ def run_suite(tmp_path: Path, *pytest_args: str, **env: str) -> dict[str, dict[s
 
 
 def test_each_worker_gets_gpu_k_mod_n(tmp_path: Path) -> None:
-    seen = run_suite(tmp_path, "-n", "4", "-p", "jax_rocm7_plugin.pytest_gpu_isolation", JAX_ENABLE_ROCM_XDIST="2")
+    # Three workers on two GPUs: the third wraps around to GPU 0.
+    seen = run_suite(tmp_path, "-n", "3", "-p", "jax_rocm7_plugin.pytest_gpu_isolation", JAX_ENABLE_ROCM_XDIST="2")
     assert seen == {
         "gw0": {"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"},
         "gw1": {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"},
         "gw2": {"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"},
-        "gw3": {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"},
     }
 
 
 def test_without_the_switch_workers_are_untouched(tmp_path: Path) -> None:
-    seen = run_suite(tmp_path, "-n", "4", "-p", "jax_rocm7_plugin.pytest_gpu_isolation")
-    assert set(seen) == {"gw0", "gw1", "gw2", "gw3"}
+    seen = run_suite(tmp_path, "-n", "2", "-p", "jax_rocm7_plugin.pytest_gpu_isolation")
+    assert set(seen) == {"gw0", "gw1"}
     assert all(v == {"ROCR_VISIBLE_DEVICES": None, "HIP_VISIBLE_DEVICES": None} for v in seen.values())
 
 
