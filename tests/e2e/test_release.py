@@ -126,6 +126,7 @@ def test_offline_install_through_jax_extra_picks_newest_posts(gpu_library: Path,
             "install",
             "-q",
             "--disable-pip-version-check",
+            "--no-compile",  # what is resolved is under test, not byte-compiling scipy (a third of the time)
             "--no-index",
             "--find-links",
             str(wheelhouse),
