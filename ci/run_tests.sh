@@ -65,8 +65,8 @@ fi
 .venv/bin/lint-imports
 # Exit 5 (no tests collected) would mean the suite is broken: let it fail the run.
 # Three workers on this 2-core machine: most multi-process tests spend their time waiting out a deadline, and two
-# workers left a third of the CPU idle; four made timing-bound tests fail under load (seen: a slow process not
-# told from the others, mpirun ending a job before process 0 printed). Wheels and venvs are made once per
+# workers left a third of the CPU idle; four are no faster (590 s against 588 s, benchmarks/README.md) and load
+# the timing-bound tests more. Wheels and venvs are made once per
 # session for every worker (tests/support/shared.py); the launcher tests share one worker (one Slurm cluster),
 # and tests that change a venv keep theirs on one (xdist_group).
 .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-3}" --dist loadgroup --durations=25 "$@"
