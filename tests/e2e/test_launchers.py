@@ -48,14 +48,28 @@ JAX_012 = Combo("0.12.0", "3.12", "0.12.0")
 GROUP = pytest.mark.xdist_group("launchers")
 LAUNCHERS = ["srun", "mpirun"]
 SWEEP = pytest.mark.sweep
-# A task missing from the start waits out the whole --timeout: one case per launcher (each release once) runs in the
-# suite, the other two with --sweeps.
-EXITS_EARLY = [
-    pytest.param("srun", JAX_012, id=f"srun-{JAX_012.id}", marks=GROUP),
-    pytest.param("mpirun", JAX_0102, id=f"mpirun-{JAX_0102.id}", marks=GROUP),
-    pytest.param("srun", JAX_0102, id=f"srun-{JAX_0102.id}", marks=(GROUP, SWEEP)),
-    pytest.param("mpirun", JAX_012, id=f"mpirun-{JAX_012.id}", marks=(GROUP, SWEEP)),
-]
+# Launcher x release: a case runs one diagonal in the suite (each launcher with one release, each release once) and
+# the other two cells with --sweeps. The consistent job and the odd-task job take opposite diagonals, so that each
+# launcher meets each release once in the suite.
+DIAGONAL = [("srun", JAX_012), ("mpirun", JAX_0102)]
+ANTI_DIAGONAL = [("srun", JAX_0102), ("mpirun", JAX_012)]
+
+
+def cells(in_suite: list[tuple[str, Combo]]) -> list[Any]:
+    return [
+        pytest.param(
+            launcher,
+            combo,
+            id=f"{launcher}-{combo.id}",
+            marks=GROUP if (launcher, combo) in in_suite else (GROUP, SWEEP),
+        )
+        for launcher in LAUNCHERS
+        for combo in (JAX_0102, JAX_012)
+    ]
+
+
+# A task missing from the start waits out the whole --timeout.
+EXITS_EARLY = cells(DIAGONAL)
 
 
 def _unavailable(error: LauncherMissing) -> None:
@@ -158,23 +172,7 @@ def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["id"]: f for f in report["findings"]}
 
 
-def diagonal(first: bool) -> list[Any]:
-    """Launcher x release: a consistent job runs one diagonal in the suite and a job with an odd task the other,
-    so that each launcher meets each release once; the rest with --sweeps."""
-    cells = [("srun", JAX_012), ("mpirun", JAX_0102)] if first else [("srun", JAX_0102), ("mpirun", JAX_012)]
-    others = [
-        (launcher, combo) for launcher in LAUNCHERS for combo in (JAX_0102, JAX_012) if (launcher, combo) not in cells
-    ]
-    return [
-        *(pytest.param(launcher, combo, id=f"{launcher}-{combo.id}", marks=GROUP) for launcher, combo in cells),
-        *(
-            pytest.param(launcher, combo, id=f"{launcher}-{combo.id}", marks=(GROUP, SWEEP))
-            for launcher, combo in others
-        ),
-    ]
-
-
-@pytest.mark.parametrize(("launcher", "combo"), diagonal(True))
+@pytest.mark.parametrize(("launcher", "combo"), cells(DIAGONAL))
 def test_a_consistent_job(launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path) -> None:
     job = launch(launcher, combo)
     outcome = job.run(job.machines(build), TIMEOUT + 60)
@@ -184,7 +182,7 @@ def test_a_consistent_job(launcher: str, combo: Combo, launch: Callable[[str, Co
     assert report["method"] == {"srun": "slurm", "mpirun": "ompi"}[launcher]
 
 
-@pytest.mark.parametrize(("launcher", "combo"), diagonal(False))
+@pytest.mark.parametrize(("launcher", "combo"), cells(ANTI_DIAGONAL))
 def test_a_task_on_another_machine_is_named(
     launcher: str, combo: Combo, launch: Callable[[str, Combo], Launch], build: Path
 ) -> None:
