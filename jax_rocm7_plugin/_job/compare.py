@@ -686,7 +686,7 @@ def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, Hea
     found = []
     for name, value, fix in _LIKE_PEERS:
         described = {
-            host: tuple(sorted({str(value(g)) for g in h.gpus if value(g) is not None})) for host, h in health.items()
+            host: tuple(sorted({str(v) for g in h.gpus if (v := value(g)) is not None})) for host, h in health.items()
         }
         described = {host: values for host, values in described.items() if values}
         members = {p: records[p] for host in described for p in hosts[host]}
