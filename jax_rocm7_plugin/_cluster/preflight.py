@@ -36,6 +36,7 @@ RESOLVE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 2.0
 LINGER_SECONDS = 5.0  # a process other than 0 whose join failed waits this long at most for process 0's report
 LINGER_AFTER_CLOSE_SECONDS = 1.0
+POLL_SECONDS = 0.25  # the coordinator probe's pause between two connection attempts
 WATCHDOG_SLACK_SECONDS = 15.0  # --deep: a watchdog that fired has said so by then (its probe of process 0: 4 s)
 USAGE_FIX = (
     "launch it the way the job is launched (srun, mpirun, a Kubernetes JobSet), or give --coordinator-address "
@@ -595,7 +596,7 @@ class _Run:
             self.join_missing = missing
             return finding
         loopback = is_loopback_host(address.rpartition(":")[0], loopback_names())
-        seen = probe.seen_up if probe is not None else False
+        seen = probe.answered() if probe is not None else False
         if seen and probe is not None:
             probe.linger_for_process_0()
         return failures.could_not_join(address, expected, self.options.timeout, seen, loopback, self._pid(), self.host)
@@ -614,14 +615,30 @@ class _CoordinatorProbe:
 
     def _run(self) -> None:
         while not self._stop.is_set() and not self.seen_up:
-            try:
-                with socket.create_connection(self.target, timeout=1.0):
-                    self.seen_up = True
-            except OSError:
-                self._stop.wait(1.0)
+            if self._answers():
+                self.seen_up = True
+            else:
+                self._stop.wait(POLL_SECONDS)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(self.target, timeout=1.0):
+                return True
+        except OSError:
+            return False
 
     def stop(self) -> None:
         self._stop.set()
+
+    def answered(self) -> bool:
+        """After the join failed: did the coordinator ever answer? Asked once more now, because process 0 may have
+        come up in the last moments of this process's wait, between two polls (seen in CI: the slowest process of a
+        loaded machine was process 0, whose service took the late joiners' registrations and then their timeout)."""
+        self.stop()
+        self._thread.join(timeout=1.5)
+        if not self.seen_up and self._answers():
+            self.seen_up = True
+        return self.seen_up
 
     def linger_for_process_0(self) -> None:
         """After a failed join, give process 0 the moment to write its report before this process exits: Open MPI

@@ -35,3 +35,34 @@ def test_it_never_waits_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
         _probe(server.getsockname()[1]).linger_for_process_0()
         waited = time.monotonic() - started
     assert preflight.LINGER_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS + 1.0, waited
+
+
+def test_a_coordinator_that_came_up_between_two_polls_counts_as_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The join failed moments after process 0 came up: the probe's last poll was before it. CI met it as "nothing
+    answered" beside process 0's report that this process had joined."""
+    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)  # the thread polls once, then waits past the test
+    polled = threading.Event()
+    original = preflight._CoordinatorProbe._answers
+
+    def recorded(self: preflight._CoordinatorProbe) -> bool:
+        answer = original(self)
+        polled.set()
+        return answer
+
+    monkeypatch.setattr(preflight._CoordinatorProbe, "_answers", recorded)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused
+        probe = preflight._CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
+        assert polled.wait(5.0) and not probe.seen_up
+        server.listen()
+        assert probe.answered()
+
+
+def test_a_coordinator_that_never_came_up_is_not_answered() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        probe = preflight._CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
+        time.sleep(0.3)
+        started = time.monotonic()
+        assert not probe.answered()
+        assert time.monotonic() - started < 3.0
