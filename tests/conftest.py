@@ -22,6 +22,20 @@ _VERDICT_CACHE = tempfile.mkdtemp(prefix="jax-rocm7-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _VERDICT_CACHE
 atexit.register(shutil.rmtree, _VERDICT_CACHE, True)
 
+# What the code under test writes to the temporary folder (hang reports, scratch files of children) goes to one
+# folder of the run, removed at exit: a run leaves nothing in /tmp. It is made by the first test process (the
+# xdist controller) and its workers use it, with /tmp's mode: the munge daemon and the unprivileged users of the
+# tests write there too, and socket paths under it stay short. pytest's own tmp_path stays where it was, kept for
+# a look after a failure.
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+_INHERITED = os.environ.get("ROCM7_TESTS_SCRATCH")
+if not _INHERITED or os.environ.get("TMPDIR") != _INHERITED or not os.path.isdir(_INHERITED):
+    _SCRATCH = tempfile.mkdtemp(prefix="rocm7-tests-")
+    os.chmod(_SCRATCH, 0o1777)
+    os.environ["TMPDIR"] = os.environ["ROCM7_TESTS_SCRATCH"] = _SCRATCH
+    atexit.register(shutil.rmtree, _SCRATCH, True)
+tempfile.tempdir = os.environ["TMPDIR"]
+
 
 def _real_amd_gpu() -> bool:
     from jax_rocm7_plugin._machine.devices import probe_machine

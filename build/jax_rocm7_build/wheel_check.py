@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import base64
+import contextlib
 import hashlib
 import json
 import posixpath
 import re
 import tempfile
 import zipfile
+import zlib
 from email.message import Message
 from email.parser import Parser
 from pathlib import Path
@@ -57,6 +59,7 @@ PLUGIN_DATA = (
 )
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
 PIP_ROCM_DIRS = re.compile(rf"({re.escape(PIP_ROCM_PACKAGE)}|_rocm_sdk_libraries[\w-]*|rocm)/lib")
+_CHUNK = 16 << 20  # a member is hashed (and copied) in pieces of this size
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
 # export them whatever the version script says; they are addresses, not an interface.
 _SECTION_BOUND = re.compile(r"__(start|stop)_[A-Za-z_][A-Za-z0-9_]*")
@@ -72,10 +75,12 @@ def check_wheel(path: Path) -> list[str]:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as error:
         return [f"not a readable zip archive: {error}"]
-    with archive:
-        problems = _common(archive, str(name), version, set(tags))
+    # The library is inflated once: RECORD's hash writes it here, and its ELF facts are read from here.
+    with archive, tempfile.TemporaryDirectory() as scratch:
+        kept = {LIBRARY_MEMBER: Path(scratch) / LIBRARY_MEMBER} if name == PJRT else {}
+        problems = _common(archive, str(name), version, set(tags), kept)
         if name == PJRT:
-            problems += _pjrt(archive, path, set(tags))
+            problems += _pjrt(archive, path, set(tags), Path(scratch))
         elif name == PLUGIN:
             problems += _plugin(archive, path, version, set(tags))
         else:
@@ -88,7 +93,7 @@ def _dist_info(archive: zipfile.ZipFile) -> str | None:
     return next(iter(roots)) if len(roots) == 1 else None
 
 
-def _common(archive: zipfile.ZipFile, name: str, version: Version, tags: set[Tag]) -> list[str]:
+def _common(archive: zipfile.ZipFile, name: str, version: Version, tags: set[Tag], kept: dict[str, Path]) -> list[str]:
     problems: list[str] = []
     info = _dist_info(archive)
     if info is None:
@@ -108,7 +113,7 @@ def _common(archive: zipfile.ZipFile, name: str, version: Version, tags: set[Tag
         problems.append(
             f"METADATA says {metadata.get('Name')} {metadata.get('Version')}, the file name {name} {version}"
         )
-    problems += _record(archive, info)
+    problems += _record(archive, info, kept)
     licenses = [n for n in names if n.startswith(f"{info}/licenses/") and not n.endswith("/")]
     declared_licenses = metadata.get_all("License-File", [])
     if not licenses:
@@ -127,7 +132,25 @@ def _tags(text: str) -> set[Tag]:
     return {Tag(i, a, p) for i in interpreter.split(".") for a in abi.split(".") for p in platform.split(".")}
 
 
-def _record(archive: zipfile.ZipFile, info: str) -> list[str]:
+def _member_digest(archive: zipfile.ZipFile, member: str, copy_to: Path | None) -> tuple[str, int]:
+    """sha256 (RECORD's urlsafe base64) and size of one member, read in pieces (the library is ~460 MB); where
+    copy_to is given, the member is written there on the way."""
+    digest, size = hashlib.sha256(), 0
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(archive.open(member))
+        sink = None
+        if copy_to is not None:
+            copy_to.parent.mkdir(parents=True, exist_ok=True)
+            sink = stack.enter_context(open(copy_to, "wb"))
+        while chunk := source.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            if sink is not None:
+                sink.write(chunk)
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+
+
+def _record(archive: zipfile.ZipFile, info: str, kept: dict[str, Path]) -> list[str]:
     record_name = f"{info}/RECORD"
     if record_name not in archive.namelist():
         return ["RECORD missing"]
@@ -140,21 +163,26 @@ def _record(archive: zipfile.ZipFile, info: str) -> list[str]:
         listed.add(member)
         if member == record_name:
             continue
+        algorithm, _, expected = digest.partition("=")
+        if algorithm != "sha256":
+            problems.append(f"RECORD entry for {member} gives no sha256 hash ({digest or 'none'})")
+            continue
         try:
-            data = archive.read(member)
+            actual, length = _member_digest(archive, member, kept.get(member))
         except KeyError:
             problems.append(f"RECORD lists {member}, which the wheel lacks")
             continue
-        algorithm, _, expected = digest.partition("=")
-        actual = base64.urlsafe_b64encode(hashlib.new(algorithm or "sha256", data).digest()).rstrip(b"=").decode()
-        if algorithm != "sha256" or actual != expected or size != str(len(data)):
+        except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+            problems.append(f"{member} cannot be read from the archive: {error}")
+            continue
+        if actual != expected or size != str(length):
             problems.append(f"RECORD entry for {member} does not match its contents")
     unlisted = [n for n in archive.namelist() if not n.endswith("/") and n not in listed]
     problems.extend(f"{member} is not in RECORD" for member in unlisted)
     return problems
 
 
-def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
+def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag], scratch: Path) -> list[str]:
     problems: list[str] = []
     if tags != {PJRT_TAG}:
         problems.append(f"tag is {sorted(map(str, tags))}, expected {PJRT_TAG}")
@@ -164,12 +192,16 @@ def _pjrt(archive: zipfile.ZipFile, path: Path, tags: set[Tag]) -> list[str]:
         return [*problems, f"{LIBRARY_MEMBER} is missing"]
     from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
 
-    with tempfile.TemporaryDirectory() as directory:
-        library = Path(archive.extract(LIBRARY_MEMBER, directory))
+    library = scratch / LIBRARY_MEMBER  # written there by RECORD's check
+    if not library.is_file():  # RECORD did not list it (said above): read it anyway
         try:
-            facts = read_dynamic(library)
-        except ElfError as error:
-            return [*problems, f"{LIBRARY_MEMBER} is not a readable ELF object: {error}"]
+            archive.extract(LIBRARY_MEMBER, scratch)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+            return [*problems, f"{LIBRARY_MEMBER} cannot be read from the archive: {error}"]
+    try:
+        facts = read_dynamic(library)
+    except ElfError as error:
+        return [*problems, f"{LIBRARY_MEMBER} is not a readable ELF object: {error}"]
     exports = [e for e in facts.exports if not _SECTION_BOUND.fullmatch(e)]
     if exports != [PJRT_ENTRY_SYMBOL]:
         shown = ", ".join(exports[:6]) + (f" (+{len(exports) - 6} more)" if len(exports) > 6 else "")

@@ -67,7 +67,8 @@ NEWEST = max(releases.table(), key=lambda row: Version(row.release))
 
 def test_released_wheels_pass_check_for_every_python(tmp_path: Path) -> None:
     """The published library of the newest release (newest .postN, sha256-verified) re-packaged, and the
-    plugin for each CPython the release serves: `check` passes every wheel (build.py runs it)."""
+    plugin for each CPython the release serves, in one run (`--python-version all`, a packager's command for a
+    whole row): `check` passes every wheel (build.py runs it)."""
     check_released_row(NEWEST, tmp_path)
 
 
@@ -76,9 +77,8 @@ def check_released_row(row: releases.Release, tmp_path: Path) -> None:
 
     from tests.support.wheels import build
 
-    first, *others = row.python
-    pjrt, _plugin = build(
-        tmp_path, None, "--pjrt-library", "released", "--release", row.release, "--python-version", first
+    pjrt, *plugins = build(
+        tmp_path, None, "--pjrt-library", "released", "--release", row.release, "--python-version", "all"
     )
     assert pjrt.name == f"jax_rocm7_pjrt-{row.release}-py3-none-manylinux_2_28_x86_64.whl"
     with zipfile.ZipFile(pjrt) as archive:
@@ -87,13 +87,12 @@ def check_released_row(row: releases.Release, tmp_path: Path) -> None:
     assert info["source"]["wheel"] == row.published_pjrt.filename
     assert info["source"]["wheel_sha256"] == row.published_pjrt.sha256
     assert info["rocm_version"] == (row.rocm_version or "7.x") and f"(ROCm {info['rocm_version']})" in metadata
-    for python in others:
-        (other,) = build(
-            tmp_path / python, None, "--release", row.release, "--python-version", python, "--only", "plugin"
-        )
-        tag = "cp" + python.replace(".", "")
-        assert other.name == f"jax_rocm7_plugin-{row.release}-{tag}-{tag}-manylinux_2_28_x86_64.whl"
-        with zipfile.ZipFile(other) as archive:
+    tags = ["cp" + python.replace(".", "") for python in row.python]
+    assert [p.name for p in plugins] == [
+        f"jax_rocm7_plugin-{row.release}-{tag}-{tag}-manylinux_2_28_x86_64.whl" for tag in tags
+    ]
+    for python, tag, plugin in zip(row.python, tags, plugins, strict=True):
+        with zipfile.ZipFile(plugin) as archive:
             metadata = archive.read(f"jax_rocm7_plugin-{row.release}.dist-info/METADATA").decode()
             build_info = json.loads(archive.read("jax_rocm7_plugin/_native/build_info.json"))
         assert f"Requires-Python: =={python}.*" in metadata and f"Requires-Dist: jaxlib=={row.release}\n" in metadata

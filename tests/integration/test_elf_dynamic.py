@@ -65,8 +65,8 @@ def test_not_elf(tmp_path: Path) -> None:
 
 @functools.cache
 def victim_bytes() -> bytes:
-    directory = Path(tempfile.mkdtemp(prefix="elf-victim-"))
-    return compile_shared(directory, "victim", "int victim(void) { return 7; }\n").read_bytes()
+    with tempfile.TemporaryDirectory(prefix="elf-victim-") as directory:
+        return compile_shared(Path(directory), "victim", "int victim(void) { return 7; }\n").read_bytes()
 
 
 @settings(max_examples=300, deadline=None)

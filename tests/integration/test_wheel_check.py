@@ -60,6 +60,36 @@ def test_tampered_file_breaks_record(good: dict[str, Path], tmp_path: Path) -> N
     assert found == ["RECORD entry for jax_rocm7_plugin/_doctor/diagnose.py does not match its contents"]
 
 
+def test_a_record_entry_without_sha256_is_named(good: dict[str, Path], tmp_path: Path) -> None:
+    import zipfile
+
+    record = "jax_rocm7_pjrt-0.10.2.dist-info/RECORD"
+    with zipfile.ZipFile(good["pjrt"]) as archive:
+        text = archive.read(record).decode()
+    line = next(x for x in text.splitlines() if x.startswith(LIBRARY + ","))
+    changed = text.replace(line, f"{LIBRARY},md5=1B2M2Y8AsgTpgAmY7PhCfg,{line.rsplit(',', 1)[1]}")
+    found = problems_after(good["pjrt"], tmp_path, replace={record: changed.encode()}, keep_record=True)
+    assert found == [f"RECORD entry for {LIBRARY} gives no sha256 hash (md5=1B2M2Y8AsgTpgAmY7PhCfg)"]
+
+
+def test_a_damaged_library_member_is_named_not_raised(good: dict[str, Path], tmp_path: Path) -> None:
+    """A byte flipped inside the deflated library (a broken download): zip's CRC catches it, one line says so."""
+    import zipfile
+
+    damaged = tmp_path / good["pjrt"].name
+    data = bytearray(good["pjrt"].read_bytes())
+    with zipfile.ZipFile(good["pjrt"]) as archive:
+        info = archive.getinfo(LIBRARY)
+    header = info.header_offset
+    name_length = int.from_bytes(data[header + 26 : header + 28], "little")
+    extra_length = int.from_bytes(data[header + 28 : header + 30], "little")
+    start = header + 30 + name_length + extra_length
+    data[start + info.compress_size // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    found = check_wheel(damaged)
+    assert len(found) >= 1 and found[0].startswith(f"{LIBRARY} cannot be read from the archive: "), found
+
+
 def test_unlisted_file(good: dict[str, Path], tmp_path: Path) -> None:
     found = problems_after(
         good["plugin"], tmp_path, replace={"jax_rocm7_plugin/extra.py": b"x = 1\n"}, keep_record=True
