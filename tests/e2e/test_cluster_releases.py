@@ -92,7 +92,7 @@ def test_a_process_that_never_starts_on_jax_012(
     e2e_venv: Callable[[Combo], Path], standin_library: Path, tmp_path: Path
 ) -> None:
     job = _job(e2e_venv(JAX_012), standin_library, tmp_path)
-    port, timeout = free_port(), 15.0
+    port, timeout = free_port(), 20.0  # as tests/integration/test_cluster.py's: seven processes start at once
     commands = []
     for process in range(7):  # of 8: process 5 never starts
         index = process if process < 5 else process + 1

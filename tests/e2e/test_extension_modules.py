@@ -180,22 +180,26 @@ def test_the_published_pair_on_a_machine_without_a_gpu_reads_short(
 @pytest.fixture
 def published_library(env: ModulesEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The release's published xla_rocm_plugin.so, from the wheel `released` builds use: downloaded into their
-    cache and sha256-checked against the release table where it is not there yet (no wheel is built)."""
+    cache and sha256-checked against the release table where it is not there yet (no wheel is built). Inflated
+    once per release for every worker (tests/support/shared.py; only read)."""
     from jax_rocm7_build.downloads import verified_download
     from jax_rocm7_build.progress import Progress
 
     from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
+    from tests.support.shared import once, shared_root
 
     row = releases.get(env.combo.release)
     assert row is not None
-    wheel = verified_download(row.published_pjrt, PJRT_DISTRIBUTION, Progress())
-    target = tmp_path_factory.mktemp("published") / "xla_rocm_plugin.so"
-    with zipfile.ZipFile(wheel) as archive:
-        member = next(n for n in archive.namelist() if n.endswith("/xla_rocm_plugin.so"))
-        with archive.open(member) as source, open(target, "wb") as sink:
-            while chunk := source.read(16 << 20):
-                sink.write(chunk)
-    return target
+
+    def inflate(folder: Path) -> None:
+        wheel = verified_download(row.published_pjrt, PJRT_DISTRIBUTION, Progress())
+        with zipfile.ZipFile(wheel) as archive:
+            member = next(n for n in archive.namelist() if n.endswith("/xla_rocm_plugin.so"))
+            with archive.open(member) as source, open(folder / "xla_rocm_plugin.so", "wb") as sink:
+                while chunk := source.read(16 << 20):
+                    sink.write(chunk)
+
+    return once(shared_root(tmp_path_factory), f"published-{row.release}", inflate) / "xla_rocm_plugin.so"
 
 
 def test_the_published_library_goes_through_our_loader(
