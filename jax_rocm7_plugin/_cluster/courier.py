@@ -71,9 +71,8 @@ def remaining_ms(deadline: float) -> int:
 
 
 def detect(job: dict[str, Any]) -> dict[str, Any]:
-    """The join parameters: as given, else from the environment as jax.distributed.initialize() finds them."""
-    from jax._src import clusters
-
+    """The join parameters: as given, else from the environment as jax.distributed.initialize() finds them.
+    jax itself (about a second of CPU) is imported only where its detection is needed."""
     coordinator = job.get("coordinator") or _environment.read("JAX_COORDINATOR_ADDRESS") or None
     num_processes, process_id = job.get("num_processes"), job.get("process_id")
     local_ids = job.get("local_device_ids")
@@ -86,6 +85,8 @@ def detect(job: dict[str, Any]) -> dict[str, Any]:
     method = "arguments"
     local_process_id = None
     if None in (coordinator, num_processes, process_id, local_ids):
+        from jax._src import clusters
+
         env = next(
             (e for e in clusters.ClusterEnv._cluster_types if not e.opt_in_only_method and e.is_env_present()),
             None,
@@ -122,10 +123,11 @@ def heartbeat_seconds(timeout: float) -> int:
 def join(found: dict[str, Any], job: dict[str, Any], join_seconds: int) -> tuple[Any, Any]:
     """Process 0 starts the service; every process connects. The service (None but on process 0) and the
     client, both kept alive by the caller until os._exit."""
+    # jaxlib's extension, the one jax.distributed builds its service and client from; imported without jax.
     try:
-        from jax._src.lib import _jax as xla
+        import jaxlib._jax as xla
     except ImportError:  # jaxlib releases before the module was renamed
-        from jax._src.lib import xla_extension as xla  # type: ignore[no-redef]
+        from jaxlib import xla_extension as xla  # type: ignore[no-redef]
 
     coordinator, process_id = found["coordinator"], found["process_id"]
     heartbeat = heartbeat_seconds(job["timeout"])
