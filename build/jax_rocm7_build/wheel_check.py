@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import base64
-import contextlib
 import hashlib
 import json
 import posixpath
@@ -31,6 +30,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from jax_rocm7_build.downloads import copy_and_hash
 from jax_rocm7_plugin._names import (
     ENTRY_POINT_MODULE,
     ENTRY_POINT_NAME,
@@ -59,7 +59,6 @@ PLUGIN_DATA = (
 )
 # Site-packages directories where ROCm from pip puts its libraries (TheRock, and the older `rocm` package).
 PIP_ROCM_DIRS = re.compile(rf"({re.escape(PIP_ROCM_PACKAGE)}|_rocm_sdk_libraries[\w-]*|rocm)/lib")
-_CHUNK = 16 << 20  # a member is hashed (and copied) in pieces of this size
 # Linkers define __start_<section>/__stop_<section> for sections named like C identifiers and
 # export them whatever the version script says; they are addresses, not an interface.
 _SECTION_BOUND = re.compile(r"__(start|stop)_[A-Za-z_][A-Za-z0-9_]*")
@@ -85,7 +84,8 @@ def check_wheel(path: Path) -> list[str]:
             problems += _plugin(archive, path, version, set(tags))
         else:
             problems.append(f"not one of our wheels ({name})")
-    return problems
+    # One line per problem: a library that cannot be inflated is met by RECORD's check and by the ELF read.
+    return list(dict.fromkeys(problems))
 
 
 def _dist_info(archive: zipfile.ZipFile) -> str | None:
@@ -133,21 +133,21 @@ def _tags(text: str) -> set[Tag]:
 
 
 def _member_digest(archive: zipfile.ZipFile, member: str, copy_to: Path | None) -> tuple[str, int]:
-    """sha256 (RECORD's urlsafe base64) and size of one member, read in pieces (the library is ~460 MB); where
-    copy_to is given, the member is written there on the way."""
-    digest, size = hashlib.sha256(), 0
-    with contextlib.ExitStack() as stack:
-        source = stack.enter_context(archive.open(member))
-        sink = None
-        if copy_to is not None:
-            copy_to.parent.mkdir(parents=True, exist_ok=True)
-            sink = stack.enter_context(open(copy_to, "wb"))
-        while chunk := source.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-            if sink is not None:
-                sink.write(chunk)
-    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+    """sha256 (RECORD's urlsafe base64) and size of one member. Where copy_to is given (the ~460 MB library), the
+    member is streamed there on the way, and the file appears only once it is whole."""
+    if copy_to is None:
+        data = archive.read(member)
+        return _record_hash(hashlib.sha256(data).digest()), len(data)
+    copy_to.parent.mkdir(parents=True, exist_ok=True)
+    partial = copy_to.with_name(copy_to.name + ".part")
+    with archive.open(member) as source:
+        hexdigest = copy_and_hash(source, partial, archive.getinfo(member).file_size, lambda _done: None)
+    partial.rename(copy_to)
+    return _record_hash(bytes.fromhex(hexdigest)), copy_to.stat().st_size
+
+
+def _record_hash(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _record(archive: zipfile.ZipFile, info: str, kept: dict[str, Path]) -> list[str]:
