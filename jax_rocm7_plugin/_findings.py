@@ -112,7 +112,7 @@ class Remedy(NamedTuple):
 
     `environment`: variables to set (a value) or unset (None); `groups`: numeric group ids the process gains.
     `checked`: None until the doctor has checked it; then True (with the change it finds no error) or False, and
-    `outcome` says what it found.
+    `outcome` says what it found. None with an `outcome`: the doctor tried and could not check it (why).
     """
 
     environment: tuple[tuple[str, str | None], ...] = ()
@@ -153,8 +153,10 @@ class Finding(NamedTuple):
     def checked_fix(self) -> str:
         """The fix, and where the doctor checked it by diagnosing again with it made, what it found then."""
         remedy = self.remedy
-        if remedy is None or remedy.checked is None:
+        if remedy is None or (remedy.checked is None and not remedy.outcome):
             return self.fix
+        if remedy.checked is None:  # it could not be checked (no environment known, no time left): said so
+            return f"{self.fix} (not checked: {remedy.outcome})"
         return f"{self.fix} ({'checked' if remedy.checked else 'not enough on its own'}: {remedy.outcome})"
 
     def sentence(self) -> str:

@@ -3,7 +3,9 @@
 A child speaks JSON, one object a line, each printed as soon as it is known (`load_child.py`,
 `hip_child.py`), so a death in a later step still leaves the earlier answers. The parent gets them
 all, and how the child ended: its exit status, the signal that killed it, or the time limit it ran
-past (the child and anything it started are then killed: it runs in its own session). A child
+past (the child and anything it started are then killed: it runs in its own session). Every child
+starts under `child_guard.py`, so it cannot outlive this process (killed while waiting) nor its own
+limit (this process stopped or starved), whatever the library it loads does. A child
 still running after `notice_after` seconds gets one line on stderr saying what is being waited
 for, so nobody faces a silent wait.
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -56,8 +60,6 @@ class ChildRun(NamedTuple):
 
 
 def _signal_name(returncode: int) -> str:
-    import signal
-
     try:
         return signal.Signals(-returncode).name
     except ValueError:
@@ -86,7 +88,8 @@ def run_script(
     `with_site`: run it with site-packages and this environment instead (a child that imports jax).
     """
     flags = [] if with_site is not None else ["-I", "-S"]
-    command = [sys.executable, *flags, str(HERE / script), *arguments]
+    guard = [str(HERE / "child_guard.py"), str(os.getpid()), f"{timeout:g}"]
+    command = [sys.executable, *flags, *guard, str(HERE / script), *arguments]
     try:
         process = subprocess.Popen(
             command,
@@ -102,6 +105,7 @@ def run_script(
     except OSError as error:
         return ChildRun((), None, start_error=str(error))
     timed_out = None
+    started = time.monotonic()
     try:
         first_wait = timeout if notice_after is None or not notice else min(notice_after, timeout)
         try:
@@ -119,6 +123,8 @@ def run_script(
         _kill(process)
         process.wait()
         raise
+    if timed_out is None and process.returncode == -signal.SIGALRM and time.monotonic() - started >= timeout:
+        timed_out = timeout  # the guard's alarm came before this process's own limit (it was slowed or stopped)
     return ChildRun(
         tuple(_records(stdout)),
         None if timed_out is not None else process.returncode,
@@ -128,8 +134,6 @@ def run_script(
 
 
 def _kill(process: subprocess.Popen[Any]) -> None:
-    import signal
-
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except OSError:

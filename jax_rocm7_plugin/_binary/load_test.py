@@ -12,6 +12,12 @@ settings that change what a load finds (LD_LIBRARY_PATH, ROCm variables), in
 $XDG_CACHE_HOME/jax-rocm7-plugin (written only where writable), so later imports pay one stat and
 one small read. Failed dlopens (a missing dependency) and time-outs are not cached: they depend on
 the machine and the moment.
+
+Within one run of the doctor (`one_run`) every verdict is kept in memory, time-outs included, so that
+checking a fix (diagnosing again with it made, `_doctor/proof.py`) never loads the same file under the
+same settings twice. A fix that changes what a load finds (a library path variable) does load again;
+those loads share one budget of `load_timeout` seconds in all (`checking_fixes`), and a load the budget
+cannot wait for raises `OutOfTime`: the fix is then said to be unchecked, never judged on a cut load.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ import hashlib
 import json
 import os
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +66,58 @@ class Verdict(NamedTuple):
     def c_api_version(self) -> str | None:
         """The PJRT C API the library speaks, "major.minor", when its table was read."""
         return f"{self.major}.{self.minor or 0}" if self.major is not None else None
+
+
+class OutOfTime(Exception):
+    """A load test that the budget of checking fixes cannot wait for (`checking_fixes`)."""
+
+
+class _Run:
+    """The verdicts of one doctor run, and the time its fix checks may still spend on loads."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[str, Verdict] = {}
+        self.budget: float | None = None  # seconds the fix checks' loads may take; None: not checking fixes
+        self.budget_ends: float | None = None  # monotonic time, from the first of those loads on
+
+    def limit(self, timeout: float) -> tuple[float, bool]:
+        """(the limit of the next load, whether it is cut below `timeout` by the budget)."""
+        if self.budget is None:
+            return timeout, False
+        if self.budget_ends is None:  # the first load of the fix checks: the whole budget is before it
+            self.budget_ends = time.monotonic() + self.budget
+            return min(timeout, self.budget), self.budget < timeout
+        left = self.budget_ends - time.monotonic()
+        if left <= 0:
+            raise OutOfTime(f"the {timeout:g} s the doctor gives load tests while checking fixes are spent")
+        return min(timeout, left), left < timeout
+
+
+_RUNS: list[_Run] = []  # the doctor's run, while one is under way (one thread reads the machine)
+
+
+@contextmanager
+def one_run() -> Iterator[None]:
+    """Within it, each file is loaded once per identity of the settings (verdicts kept in memory)."""
+    _RUNS.append(_Run())
+    try:
+        yield
+    finally:
+        _RUNS.pop()
+
+
+@contextmanager
+def checking_fixes(seconds: float) -> Iterator[None]:
+    """Within `one_run`: the loads that start here share `seconds` in all (OutOfTime past that)."""
+    run = _RUNS[-1] if _RUNS else None
+    if run is None or run.budget is not None:
+        yield
+        return
+    run.budget = seconds
+    try:
+        yield
+    finally:
+        run.budget = run.budget_ends = None
 
 
 def _identity(path: Path, kind: str, settings: tuple[str, ...]) -> str | None:
@@ -191,24 +252,32 @@ def probe(
     """
     identity = (*settings.load_identity, *(f"preload={p}" for p in preload))
     key = _identity(path, kind, identity) if use_cache else None
+    run = _RUNS[-1] if _RUNS and key is not None else None
+    if run is not None and key in run.verdicts:
+        return run.verdicts[key]
     if key is not None:
         cached = _read_cached(settings.cache_dir, key)
         if cached is not None:
             return cached
+    timeout, cut = run.limit(settings.load_timeout) if run is not None else (settings.load_timeout, False)
     notice = (
         f"{PLUGIN_DISTRIBUTION}: still loading {path} in a test process before jax may load it "
-        f"(waiting up to {settings.load_timeout:g} s; {LOAD_TIMEOUT} sets the limit)"
+        f"(waiting up to {timeout:g} s; {LOAD_TIMEOUT} sets the limit)"
     )
     from jax_rocm7_plugin._binary.child import run_script
 
-    run = run_script(
+    child_run = run_script(
         "load_child.py",
         [str(path), kind, PJRT_ENTRY_SYMBOL, *map(str, preload), *_rocm_loaded_here()],
-        timeout=settings.load_timeout,
+        timeout=timeout,
         notice_after=NOTICE_AFTER_SECONDS,
         notice=notice,
     )
-    verdict = _verdict(run)
+    if cut and child_run.timed_out is not None:
+        raise OutOfTime(f"a load test needed more than the {timeout:g} s left of the doctor's time for checking fixes")
+    verdict = _verdict(child_run)
+    if run is not None:
+        run.verdicts[key] = verdict
     # Kept: a load that worked, or a death by signal (both properties of the file). Not kept: a
     # missing dependency or a time-out, which a changed machine or a calmer moment may undo.
     if key is not None and ((verdict.loaded and not verdict.crashed) or (verdict.crashed or "").startswith("SIG")):

@@ -43,6 +43,15 @@ def diagnose_with_facts(settings: Settings, *, deep: bool | None = False, prove:
     machine has a usable GPU (the report bundle's choice). `Report.hip` is set when they ran. `prove`: check
     each fix the doctor can make by diagnosing again with it made (_doctor/proof.py).
     """
+    if not prove:
+        return _diagnose(settings, deep=deep, prove=prove)
+    from jax_rocm7_plugin._binary.load_test import one_run
+
+    with one_run():  # a fix's check loads nothing the first reading loaded under the same settings
+        return _diagnose(settings, deep=deep, prove=prove)
+
+
+def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Report, Facts]:
     from jax_rocm7_plugin._machine import packages
 
     facts = Facts(settings)

@@ -41,18 +41,30 @@ def prove(
     """`found` with every remedy checked by `rerun` (the plain diagnosis of the changed settings): its outcome in
     the remedy (`Finding.checked_fix` says it after the fix). One rerun per distinct change."""
     before = {f.key for f in found if f.severity != "info"}
-    outcomes: dict[Remedy, tuple[bool, str]] = {}
+    outcomes: dict[Remedy, tuple[bool | None, str]] = {}
     result = []
-    for finding in found:
-        remedy = finding.remedy
-        if remedy is None or remedy.checked is not None or finding.severity == "info":
-            result.append(finding)
-            continue
-        if remedy not in outcomes:
-            outcomes[remedy] = _check(finding, remedy, settings, rerun, before)
-        cleared, outcome = outcomes[remedy]
-        result.append(finding._replace(remedy=remedy._replace(checked=cleared, outcome=outcome)))
+    from jax_rocm7_plugin._binary.load_test import checking_fixes
+
+    with checking_fixes(settings.load_timeout):  # every fix's loads together: one load limit at most
+        for finding in found:
+            result.append(_proved(finding, settings, rerun, before, outcomes))
     return result
+
+
+def _proved(
+    finding: Finding,
+    settings: Settings,
+    rerun: Callable[[Settings], Sequence[Finding]],
+    before: set[tuple[str, str | None]],
+    outcomes: dict[Remedy, tuple[bool | None, str]],
+) -> Finding:
+    remedy = finding.remedy
+    if remedy is None or remedy.checked is not None or finding.severity == "info":
+        return finding
+    if remedy not in outcomes:
+        outcomes[remedy] = _check(finding, remedy, settings, rerun, before)
+    cleared, outcome = outcomes[remedy]
+    return finding._replace(remedy=remedy._replace(checked=cleared, outcome=outcome))
 
 
 def _check(
@@ -61,11 +73,16 @@ def _check(
     settings: Settings,
     rerun: Callable[[Settings], Sequence[Finding]],
     before: set[tuple[str, str | None]],
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
+    from jax_rocm7_plugin._binary.load_test import OutOfTime
+
     changed = settings_after(settings, remedy)
     if changed is None:
-        return False, "the doctor could not check it (it does not know the environment it was started with)"
-    after = [f for f in rerun(changed) if f.severity != "info"]
+        return None, "the doctor could not check it (it does not know the environment it was started with)"
+    try:
+        after = [f for f in rerun(changed) if f.severity != "info"]
+    except OutOfTime as spent:
+        return None, f"the doctor could not check it in time: {spent}"
     still = [f for f in after if f.key == finding.key]
     errors = [f for f in after if f.severity == "error"]
     new_errors = [f for f in errors if f.key not in before]

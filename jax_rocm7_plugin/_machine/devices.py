@@ -8,6 +8,7 @@ the sysroot, so tests drive every branch with synthetic trees.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
@@ -187,6 +188,7 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
     host's), said the way this machine takes it (a container's --group-add, podman's keep-groups, an LXC idmap, a
     host's usermod). With the evidence, and the groups as a remedy the doctor can check."""
     from jax_rocm7_plugin._machine.identity import described, group_names, read_identity
+    from jax_rocm7_plugin._policy.access_policy import privileged_group
 
     identity = state.identity or read_identity(state.root)
     names = group_names(state.root)
@@ -216,6 +218,9 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
             evidence,
             None,
         )
+    privileged = [why for g in gids if (why := privileged_group(g, names)) is not None]
+    if privileged:
+        return _regroup_fix(state, nodes, names, privileged, identity.gids), (*evidence, *privileged), None
     listed = " ".join(f"--group-add {g}" for g in gids)
     if OVERFLOW_ID in gids:
         fix = (
@@ -241,3 +246,24 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
             f"the device node{plural}" + (f": {how}" if how else "") + f"; in a container, pass {listed}"
         )
     return fix, evidence, catalog.Remedy(groups=gids)
+
+
+def _regroup_fix(
+    state: MachineState, nodes: list[DeviceNode], names: Mapping[int, str], why: list[str], held: tuple[int, ...]
+) -> str:
+    """The fix where the nodes' group is one no user should join (root, disk, docker, ...): give the nodes the render
+    group, as AMD's packages do; never the user that group. The doctor cannot make this change, so it is not
+    checked."""
+    render = next((gid for gid, name in names.items() if name == "render"), None)
+    group = f"render (gid {render} here)" if render is not None else "render (create it first: groupadd -r render)"
+    paths = " ".join(str(n.path) for n in nodes)
+    container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))
+    where = "on the host, " if container else ""
+    return (
+        f"do not join that group ({why[0].split(':', 1)[0]}); {where}give the device node"
+        f"{'s' if len(nodes) > 1 else ''} the group {group} instead: `sudo chgrp render {paths}` for now, and "
+        'for good the udev rules AMD\'s packages install (SUBSYSTEM=="kfd", GROUP="render", MODE="0660"; '
+        'SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", MODE="0660"), then reload udev; a Proxmox LXC '
+        "guest's dev entry takes the guest's render gid (dev0: /dev/kfd,gid=<render gid>,mode=0660)"
+        + ("" if render is not None and render in held else "; then add this user to render")
+    )

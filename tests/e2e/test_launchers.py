@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -297,7 +298,9 @@ def test_a_task_stopped_mid_collective_is_named_under_srun(launch: Callable[[str
     fence = f"{3 * STOPPED_BOUND:g}"  # a fence that waits past the bound cannot hide a task that overran it
     stop = f"2:deep step all-gather/8:{fence}"
     outcome = job.run(job.machines(build), TIMEOUT + 180, *deep, TASK_STOP_AT=stop, TASK_RESULTS=str(results))
-    assert outcome.returncode not in (0, None), outcome.stderr[-3000:]  # the fenced task's SIGKILL
+    # srun's own account of each task (its status is one number, the fenced task's SIGKILL): the live tasks ended
+    # with the code the preflight gave them, process 0's verdict.
+    assert srun_exit_codes(outcome.stderr) == {0: 1, 1: 1, 3: 1}, outcome.stderr[-3000:]
     report = report_in(outcome)
     hung = by_id(report)["cluster-collective-hung"]
     assert hung["processes"] == [2] and hung["hosts"] == ["node-0"], report["findings"]
@@ -306,6 +309,17 @@ def test_a_task_stopped_mid_collective_is_named_under_srun(launch: Callable[[str
     assert sorted(ended) == [0, 1, 3], ended  # the frozen task never ended by itself
     assert {r["code"] for r in ended.values()} == {1}, ended
     assert max(r["ended"] for r in ended.values()) - stopped <= STOPPED_BOUND, (stopped, ended)
+
+
+def srun_exit_codes(stderr: str) -> dict[int, int]:
+    """Task -> exit code, from srun's "srun: error: HOST: tasks 0-1,3: Exited with exit code N" lines."""
+    codes = {}
+    for match in re.finditer(r"srun: error: \S+: tasks? ([\d,-]+): Exited with exit code (\d+)", stderr):
+        for part in match.group(1).split(","):
+            first, _, last = part.partition("-")
+            for task in range(int(first), int(last or first) + 1):
+                codes[task] = int(match.group(2))
+    return codes
 
 
 def job_results(folder: Path) -> dict[int, dict[str, Any]]:

@@ -369,3 +369,50 @@ def test_a_kernel_older_than_any_rocm_7_distributions_is_named(
     assert bool(found) == finding, [f.sentence() for f in found]
     if found:
         assert "older than any AMD supports ROCm 7 on" in found[0].summary and "5.15" in found[0].fix
+
+
+# --- A fix never widens access -----------------------------------------------------------------------------------
+
+# A Proxmox LXC guest whose dev entries left /dev/kfd and the render nodes to gid 0 (root): joining root would reach
+# the node and every file the root group owns. What repaired such machines was giving the nodes the render group.
+ROOT_OWNED = MI300X.but(
+    name="MI300X x8, device nodes owned by group root (gid 0), user in video and render",
+    uid=1000,
+    groups=(1000, 44, 110),
+    node_gid=0,
+    group_names={"root": 0, "video": 44, "render": 110, "user": 1000},
+)
+
+
+def test_nodes_owned_by_the_root_group_get_the_render_group_not_the_user_root(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(ROOT_OWNED, tmp_path, build, monkeypatch)
+    kfd = next(f for f in report.findings if f.id == "kfd-permission-denied")
+    assert "usermod -aG root" not in kfd.fix and "--group-add 0" not in kfd.fix, kfd.fix
+    assert "sudo chgrp render /" in kfd.fix and "render (gid 110 here)" in kfd.fix and "gid=" in kfd.fix, kfd.fix
+    assert "then add this user to render" not in kfd.fix  # it holds render already
+    assert any(line.startswith("root (gid 0): ") for line in kfd.evidence), kfd.evidence
+    assert kfd.remedy is None  # a change of the nodes' owner, which the doctor cannot make
+
+
+@pytest.mark.parametrize(
+    ("fix", "widens"),
+    [
+        ("sudo usermod -aG root $USER", True),
+        ("sudo usermod -aG video,docker $USER", True),
+        ("docker run --group-add 0 ...", True),
+        ("sudo chmod 666 /dev/kfd", True),
+        ("sudo chmod a+rw /dev/kfd", True),
+        ('SUBSYSTEM=="kfd", MODE="0666"', True),
+        ("sudo setenforce 0", True),
+        ("docker run --privileged", True),
+        ("sudo usermod -aG render $USER and log in again", False),
+        ("docker run --group-add 110", False),
+        ('SUBSYSTEM=="kfd", GROUP="render", MODE="0660"', False),
+    ],
+)
+def test_the_widening_check_itself(fix: str, widens: bool) -> None:
+    from jax_rocm7_plugin._policy.access_policy import widening
+
+    assert (widening(fix) is not None) == widens, widening(fix)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jax_rocm7_plugin._doctor.diagnose import diagnose
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._loader.register import Plan, plan_registration
+from jax_rocm7_plugin._policy.access_policy import widening
 from jax_rocm7_plugin._settings import PJRT_LIBRARY, read_settings
 
 
@@ -17,12 +18,25 @@ def _environ(environ: Mapping[str, str], library: Path | None) -> dict[str, str]
 
 
 def doctor(environ: Mapping[str, str], root: Path, library: Path | None = None, *, deep: bool = False) -> Report:
-    """What `doctor --sysroot ROOT [--library LIBRARY]` reports with these variables."""
-    return diagnose(read_settings(_environ(environ, library), sysroot=root), deep=deep)
+    """What `doctor --sysroot ROOT [--library LIBRARY]` reports with these variables. Every fix it gives is held
+    to the access policy here, so each test that runs the doctor in process also checks that no fix widens access."""
+    report = diagnose(read_settings(_environ(environ, library), sysroot=root), deep=deep)
+    assert_no_widening(report.findings)
+    return report
+
+
+def assert_no_widening(findings: Sequence[Finding]) -> None:
+    """No fix joins a privileged group, makes a node world-writable or turns a protection off
+    (_policy/access_policy.json)."""
+    widened = [(f.id, why) for f in findings if (why := widening(f.fix)) is not None]
+    assert widened == [], widened
 
 
 def loader_plan(
     environ: Mapping[str, str], root: Path, library: Path | None = None, *, load: bool = True
 ) -> Plan | Finding:
     """What the loader decides on that machine (without registering anything)."""
-    return plan_registration(read_settings({**_environ(environ, library), "JAX_ROCM_SYSROOT": str(root)}), load=load)
+    plan = plan_registration(read_settings({**_environ(environ, library), "JAX_ROCM_SYSROOT": str(root)}), load=load)
+    if isinstance(plan, Finding):
+        assert_no_widening([plan])
+    return plan

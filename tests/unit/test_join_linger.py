@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,3 +67,41 @@ def test_a_coordinator_that_never_came_up_is_not_answered() -> None:
         started = time.monotonic()
         assert not probe.answered()
         assert time.monotonic() - started < 3.0
+
+
+def test_the_preflight_asks_the_probe_once_more_when_its_join_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict of a failed join (`_Run._join_failure`) takes the probe's last word, not what its thread saw."""
+    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)
+    monkeypatch.setattr(preflight, "LINGER_SECONDS", 0.5)  # the coordinator keeps answering: the bound ends it
+    polled = threading.Event()
+    original = preflight._CoordinatorProbe._answers
+
+    def recorded(self: preflight._CoordinatorProbe) -> bool:
+        answer = original(self)
+        polled.set()
+        return answer
+
+    monkeypatch.setattr(preflight._CoordinatorProbe, "_answers", recorded)
+
+    class Link:
+        def stderr_text(self) -> str:
+            return ""
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        probe = preflight._CoordinatorProbe(address)
+        assert polled.wait(5.0) and not probe.seen_up
+        server.listen()  # process 0 came up after the last poll, before the verdict
+        run = SimpleNamespace(
+            coordinator=address,
+            expected=4,
+            process_id=2,
+            host="node-2",
+            options=SimpleNamespace(timeout=15.0),
+            environ={},
+            method="explicit",
+            _pid=lambda: 4242,
+        )
+        finding = preflight._Run._join_failure(run, Link(), {"event": "error"}, probe)  # type: ignore[arg-type]
+    assert "answered, but not all 4 processes joined" in finding.summary, finding.summary
