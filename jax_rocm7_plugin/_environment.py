@@ -302,6 +302,14 @@ def matching(prefixes: Iterable[str], environ: Mapping[str, str] | None = None) 
     return sorted((k, v) for k, v in (os.environ if environ is None else environ).items() if k.startswith(wanted))
 
 
+def listed(names: Iterable[str], environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Every variable of `names` that is set, for the doctor's check of the variables the stack under jax reads:
+    those names are declared by _policy/stack_variables*.json, generated from their readers' sources (hundreds,
+    of families of their own: PAL_, ROC_, ROCPROF_, ...)."""
+    source = os.environ if environ is None else environ
+    return sorted((n, source[n]) for n in set(names) if n in source)
+
+
 def everything(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Every variable set, for the two readers that must see all of them: the report's redaction (a secret can
     be anywhere) and the loader's account of what it changed. Nothing else reads the environment whole."""

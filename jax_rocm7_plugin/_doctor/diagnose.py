@@ -76,6 +76,7 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
         from jax_rocm7_plugin._machine.health_findings import health_findings
 
         found.extend(health_findings(health))
+    found = _rocm_elsewhere(facts, found)
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
@@ -119,6 +120,20 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
         first_jit=first_jit,
     )
     return report, facts
+
+
+def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
+    """rocm-not-found told with the ROCm that is on this machine where the loader does not look, and the step that
+    makes it seen (_machine/rocm_elsewhere.py); the search runs only when the loader found none."""
+    missing = next((f for f in found if f.id == "rocm-not-found"), None)
+    if missing is None:
+        return found
+    from jax_rocm7_plugin._machine.rocm_elsewhere import refine, search
+
+    settings = facts.settings
+    known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
+    told = refine(missing, search(settings.sysroot, known), settings.ld_library_path)
+    return [told if f is missing else f for f in found]
 
 
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:

@@ -212,10 +212,16 @@ def kernel_findings(facts: Facts) -> list[Finding]:
 
 def variable_findings(settings: Settings) -> list[Finding]:
     """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant."""
+    from jax_rocm7_plugin._machine.named_things import missing
     from jax_rocm7_plugin._policy.stack_variables import problems
 
     found = []
-    for problem in problems(settings.environ or {}):
+    in_job = settings.job_hosts is not None
+
+    def here(kind: str, value: str) -> str | None:
+        return missing(kind, value, settings.sysroot)
+
+    for problem in problems(settings.environ or {}, here, in_job=in_job):
         variable = problem.variable
         if problem.corrected is not None:
             fix = f"set {variable.name}={problem.corrected}"
@@ -223,6 +229,8 @@ def variable_findings(settings: Settings) -> list[Finding]:
             fix = f"unset {variable.name} (or give it a valid value, e.g. {variable.name}={variable.example})"
         summary = f"{variable.name}={problem.value!r} {problem.what}: {problem.effect}"
         evidence = (f"{variable.name}={problem.value!r}", f"read by {variable.reader}: {variable.source}")
+        if variable.rule_source is not None:
+            evidence += (f"how {variable.reader} parses it: {variable.rule_source}",)
         remedy = Remedy(environment=((variable.name, problem.corrected),))
         found.append(catalog.stack_variable_invalid(problem.severity, summary, fix, evidence, remedy))
     return found

@@ -60,3 +60,22 @@ def lld_dirs() -> tuple[str, ...]:
 
 def sysdeps_dir() -> str:
     return next(d for d in library_dirs() if "rocm_sysdeps" in d)
+
+
+def elsewhere_roots() -> tuple[str, ...]:
+    """Machine globs of install roots the doctor looks under when the loader finds no ROCm (about_elsewhere)."""
+    return tuple(_policy()["elsewhere_roots"])
+
+
+def elsewhere_sites() -> tuple[str, ...]:
+    """Machine globs of Python site-packages folders that may hold ROCm from pip in another environment."""
+    return tuple(_policy()["elsewhere_sites"])
+
+
+def elsewhere_package_databases() -> dict[str, str]:
+    return dict(_policy()["elsewhere_package_databases"])
+
+
+def elsewhere_limits() -> dict[str, int]:
+    """How much the search may read at most (candidates, files, bytes): a big machine never makes the doctor slow."""
+    return dict(_policy()["elsewhere_limits"])

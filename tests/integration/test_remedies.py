@@ -260,6 +260,16 @@ def test_the_family_builds_of_the_per_family_releases() -> None:
 
 # --- Every variable the stack reads has a valid value ----------------------------------------------------------
 
+# The host with a network interface and an RDMA device in sysfs (their documented files: an interface's folder under
+# /sys/class/net with its operstate; an RDMA device's ports/<n>/state), so values naming them are checked.
+NETWORKED = MI300X.but(
+    files={
+        "/sys/class/net/eth0/operstate": "up\n",
+        "/sys/class/net/lo/operstate": "unknown\n",
+        "/sys/class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n",
+    }
+)
+
 
 @pytest.mark.parametrize(
     ("variable", "value", "severity", "corrected"),
@@ -270,6 +280,15 @@ def test_the_family_builds_of_the_per_family_releases() -> None:
         ("NCCL_P2P_LEVEL", "pxb", "warning", "PXB"),  # matched exactly
         ("JAX_ENABLE_X64", "", "error", None),  # ValueError at import jax
         ("ROCBLAS_TENSILE_LIBPATH", "", "error", None),  # the first matmul aborts
+        # From the table generated from the readers' sources (stack_variables_generated.json):
+        ("ROCPROFILER_QUEUE_INTERPOSITION", "", "error", None),  # rocprofiler's empty boolean ends the process
+        ("MIOPEN_DEBUG_CONV_DIRECT", "", "error", None),  # MIOpen throws on every read
+        ("GPU_FORCE_BLIT_COPY_SIZE", "lots", "warning", None),  # HIP's atoi: 0
+        ("HIP_MEM_POOL_SUPPORT", "yes", "warning", "1"),  # HIP's bool: only true or a number
+        ("NCCL_MIN_NCHANNELS", "abc", "warning", None),  # RCCL's strtoll: 0, not its default
+        ("JAX_TRACEBACK_FILTERING", "Auto", "error", "auto"),  # jax's enum: ValueError at import
+        ("NCCL_SOCKET_IFNAME", "ib9", "warning", None),  # no such interface (an error in a job)
+        ("NCCL_IB_HCA", "mlx5_0:2", "warning", None),  # the device has port 1 only
     ],
 )
 def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was_meant(
@@ -281,7 +300,7 @@ def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was
     build: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    report = _diagnose(MI300X.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    report = _diagnose(NETWORKED.but(environ={variable: value}), tmp_path, build, monkeypatch)
     (finding,) = [f for f in report.findings if f.id == "environment-variable-invalid"]
     assert finding.severity == severity and finding.summary.startswith(f"{variable}={value!r}")
     if corrected is not None:
@@ -299,12 +318,19 @@ def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was
         ("NCCL_DEBUG", "info"),  # RCCL reads it in any case
         ("JAX_ENABLE_X64", "True"),
         ("XLA_FLAGS", ""),  # empty: nothing to read
+        ("ROCPROFILER_QUEUE_INTERPOSITION", "0"),
+        ("MIOPEN_DEBUG_CONV_DIRECT", "disabled"),
+        ("NCCL_MIN_NCHANNELS", "0x10"),  # strtoll's base 0
+        ("NCCL_SOCKET_IFNAME", "eth"),  # a prefix of eth0
+        ("NCCL_SOCKET_IFNAME", "^docker,lo"),  # what to leave out
+        ("NCCL_IB_HCA", "=mlx5_0:1"),
+        ("HSA_ENABLE_SDMA", "0"),
     ],
 )
 def test_valid_values_are_quiet(
     variable: str, value: str, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = _diagnose(MI300X.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    report = _diagnose(NETWORKED.but(environ={variable: value}), tmp_path, build, monkeypatch)
     assert "environment-variable-invalid" not in [f.id for f in report.findings]
     assert report.ok and _loud(report) == [], [f.sentence() for f in _loud(report)]
 

@@ -1,0 +1,142 @@
+"""`build.py variables --snapshots DIR [--output FILE] [--check]`: the doctor's table of the environment variables the
+stack reads, generated from its readers' sources at the commits build/stack_sources.json pins.
+
+DIR holds one bare git repository per source repository, as `<owner>+<name>/repo` (the layout of this project's
+snapshot store) or `<owner>+<name>` itself. A missing repository or commit is one line naming it. `--check` writes
+nothing and exits 1 when FILE differs from what the sources give (the table is generated, never edited by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "variables"
+HELP = "generate the table of environment variables the stack reads, from its sources at pinned commits"
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = REPO / "build" / "stack_sources.json"
+OUTPUT = REPO / "jax_rocm7_plugin" / "_policy" / "stack_variables_generated.json"
+PRECEDENCE = ("read",)  # a rule that judges beats "read" for the same variable and reader
+
+
+def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(NAME, help=HELP, description=__doc__)
+    parser.add_argument("--snapshots", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--output", type=Path, default=OUTPUT, metavar="FILE")
+    parser.add_argument("--check", action="store_true", help="compare with FILE instead of writing it")
+
+
+def validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if not args.snapshots.is_dir():
+        parser.error(f"--snapshots {args.snapshots}: no such folder")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from jax_rocm7_build.progress import BuildError
+
+    try:
+        table = generate(json.loads(SOURCES.read_text(encoding="utf-8")), args.snapshots)
+    except BuildError as error:
+        print(f"build.py variables: {error}", file=sys.stderr)
+        return 2
+    text = json.dumps(table, indent=1, sort_keys=False) + "\n"
+    if args.check:
+        same = args.output.is_file() and args.output.read_text(encoding="utf-8") == text
+        print(f"{args.output}: {'up to date' if same else 'differs from what the sources give'}")
+        return 0 if same else 1
+    args.output.write_text(text, encoding="utf-8")
+    judged = sum(1 for v in table["variables"] if v["rule"] != "read")
+    names = len({v["name"] for v in table["variables"]})
+    print(f"{args.output}: {names} variables ({len(table['variables'])} reads), {judged} judged")
+    return 0
+
+
+def _git_dir(snapshots: Path, repo: str) -> Path:
+    from jax_rocm7_build.progress import BuildError
+
+    folder = snapshots / repo.replace("/", "+")
+    for candidate in (folder / "repo", folder):
+        if (candidate / "HEAD").is_file():
+            return candidate
+    raise BuildError(f"no snapshot of {repo} in {snapshots} (expected {folder}/repo, a bare git repository)")
+
+
+def _git(git_dir: Path, *arguments: str, stdin: bytes | None = None) -> bytes:
+    from jax_rocm7_build.progress import BuildError
+
+    done = subprocess.run(["git", f"--git-dir={git_dir}", *arguments], input=stdin, capture_output=True)
+    if done.returncode != 0:
+        raise BuildError(f"git {' '.join(arguments[:2])} in {git_dir}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[str]) -> dict[str, str]:
+    """path -> text of every file at `commit` matching a pattern (fnmatch: * crosses folders), read in one batch."""
+    listing = _git(git_dir, "ls-tree", "-r", "--name-only", commit).decode().splitlines()
+    wanted = [p for p in listing if any(fnmatch.fnmatch(p, g) for g in patterns) and not exclude.search(p)]
+    if not wanted:
+        return {}
+    batch = _git(git_dir, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in wanted).encode())
+    texts, at = {}, 0
+    for path in wanted:
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        texts[path] = batch[header_end + 1 : header_end + 1 + size].decode("utf-8", errors="replace")
+        at = header_end + 1 + size + 1
+    return texts
+
+
+def generate(sources: dict[str, Any], snapshots: Path) -> dict[str, Any]:
+    from jax_rocm7_build.progress import BuildError
+    from jax_rocm7_build.stack_variables_gen import MECHANISMS
+
+    exclude = re.compile(sources["exclude"])
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    readers = []
+    for reader in sources["readers"]:
+        git_dir = _git_dir(snapshots, reader["repo"])
+        try:
+            _git(git_dir, "cat-file", "-e", f"{reader['commit']}^{{commit}}")
+        except BuildError:
+            raise BuildError(f"{reader['repo']}: commit {reader['commit']} is not in {git_dir}") from None
+        readers.append({"reader": reader["reader"], "repo": reader["repo"], "commit": reader["commit"]})
+        texts = _files(git_dir, reader["commit"], reader["paths"], exclude)
+        for path, text in sorted(texts.items()):
+            for mechanism in reader["mechanisms"]:
+                for read in MECHANISMS[mechanism](text):
+                    key = (read.name, reader["reader"])
+                    entry = {
+                        "name": read.name,
+                        "reader": reader["reader"],
+                        "rule": read.rule,
+                        "source": f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{path}#L{read.line}",
+                    }
+                    if read.default is not None:
+                        entry["default"] = read.default[:80]
+                    if read.values:
+                        entry["values"] = list(read.values)
+                    kept = found.get(key)
+                    if kept is None or (kept["rule"] in PRECEDENCE and read.rule not in PRECEDENCE):
+                        found[key] = entry
+    rules = {}
+    for rule, spec in sources["rules"].items():
+        where = spec.get("where")
+        rules[rule] = {k: v for k, v in spec.items() if k != "where"}
+        if where is not None:
+            rules[rule]["source"] = f"https://github.com/{where[0]}/blob/{where[1]}/{where[2]}"
+    return {
+        "about": (
+            "Generated by `python build/build.py variables --snapshots DIR` from build/stack_sources.json: every "
+            "environment variable its readers read at the pinned commits, the rule of its reader's parser, and the "
+            "line it is read at. Do not edit: change the sources or the generator, then run it again."
+        ),
+        "readers": readers,
+        "rules": rules,
+        "variables": sorted(found.values(), key=lambda v: (v["name"], v["reader"])),
+    }

@@ -1,0 +1,343 @@
+"""ROCm that is on this machine but not where the PJRT library looks, and the one step that makes it seen.
+
+The loader looks where the library's RUNPATH and the dynamic loader look (`rocm_install.find_rocm_installs`). When
+nothing is there, "install ROCm" is the wrong fix for a user whose ROCm is on disk: a TheRock tarball unpacked in a
+home folder, AMD's packages without their /opt/rocm link, ROCm from pip installed into another Python environment,
+or a runtime the package database lists but a broken upgrade removed. The doctor then looks further (where:
+rocm_policy.json's `elsewhere_*`, every search bounded), and says what it found and how (the file on disk, dpkg's
+file lists, rpm's database, a pip distribution's metadata).
+
+The doctor's alone (the loader never imports it). Stdlib only; sqlite3 is imported only where an rpm database is.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from jax_rocm7_plugin._findings import Finding, Remedy
+from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._record import NamedTuple
+
+_RUNTIME = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")
+_LISTED_RUNTIME = re.compile(r"(/\S*/" + re.escape(HIP_RUNTIME_PREFIX) + r"\d+)$")
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
+# rpm's header (lib/header.c): two big-endian int32s (index entries, data bytes), then 16-byte entries of tag, type,
+# offset, count. The tags that say a package's name and where its files went.
+_RPM_NAME, _RPM_DIRINDEXES, _RPM_BASENAMES, _RPM_DIRNAMES = 1000, 1116, 1117, 1118
+_RPM_INT32, _RPM_STRING, _RPM_STRING_ARRAY = 4, 6, 8
+PIP_INDEX = "https://repo.amd.com/rocm/whl/{family}/"  # TheRock's per-family package index (the loader's fix too)
+
+
+class Elsewhere(NamedTuple):
+    """A HIP runtime the loader does not see."""
+
+    location: str  # machine path: an install's root, or the `_rocm_sdk_core` folder of another environment
+    kind: str  # "tree" (an install root), "pip" (another Python environment), "listed" (a package's, not on disk)
+    runtime: str  # machine path of libamdhip64.so.N
+    version: str | None
+    source: str  # how it was found, for the evidence
+    package: str | None = None  # the dpkg or rpm package that put it there ("dpkg:NAME", "rpm:NAME")
+    library_dirs: tuple[str, ...] = ()  # machine paths of its library folders (a tree)
+    requirements: tuple[str, ...] = ()  # a pip install's distributions, NAME==VERSION
+
+    @property
+    def major(self) -> int | None:
+        match = _RUNTIME.match(os.path.basename(self.runtime))
+        return int(match.group(1)) if match else None
+
+    def said(self) -> str:
+        version = f"ROCm {self.version}" if self.version else f"ROCm {self.major or '(version unknown)'}"
+        return f"{version} at {self.location} ({self.source})"
+
+
+def search(root: Path, known: Sequence[Path] = ()) -> list[Elsewhere]:
+    """Every HIP runtime under the sysroot `root` that is not one of `known` (real paths of the runtimes the loader
+    already sees), ROCm 7 first, then those on disk before those only listed."""
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
+
+    limits = elsewhere_limits()
+    seen = {p.resolve() for p in known}
+    found: list[Elsewhere] = []
+
+    def add(item: Elsewhere) -> None:
+        real = host_path(root, item.runtime).resolve() if item.kind != "listed" else Path(item.runtime)
+        if real in seen:
+            return
+        seen.add(real)
+        found.append(item)
+
+    for item in _trees(root, limits["candidates"]):
+        add(item)
+    for item in _pip_sites(root, limits["candidates"]):
+        add(item)
+    for item in _dpkg(root, limits["list_files"], limits["list_bytes"]):
+        add(item)
+    for item in _rpm(root, limits["rpm_packages"]):
+        add(item)
+    return sorted(found, key=lambda e: (e.major != ROCM_MAJOR, e.kind == "listed"))
+
+
+def _bounded_glob(root: Path, patterns: Sequence[str], limit: int) -> Iterator[Path]:
+    count = 0
+    for pattern in patterns:
+        for path in glob.iglob(str(host_path(root, pattern))):  # lazily: the bound holds on a big /home
+            count += 1
+            if count > limit:
+                return
+            yield Path(path)
+
+
+def _machine(root: Path, path: Path) -> str:
+    return "/" + os.path.relpath(path, root) if str(root) != "/" else str(path)
+
+
+def _runtimes(directory: Path) -> list[Path]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(directory / n for n in names if _RUNTIME.match(n))
+
+
+def _tree_version(home: Path, runtime: Path) -> str | None:
+    from jax_rocm7_plugin._machine.rocm_install import read_version_file
+
+    version = read_version_file(home)
+    if version is not None:
+        return version
+    # The real file of the soname link carries the runtime's full version (libamdhip64.so.7.14.60300).
+    real = runtime.resolve().name
+    match = _VERSION.match(real.removeprefix(HIP_RUNTIME_PREFIX))
+    return match.group(0) if match and "." in match.group(0) else None
+
+
+def _trees(root: Path, limit: int) -> Iterator[Elsewhere]:
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_roots, library_dirs
+
+    for home in _bounded_glob(root, elsewhere_roots(), limit):
+        dirs = [home / d for d in library_dirs() if (home / d).is_dir()]
+        runtimes = [r for d in dirs for r in _runtimes(d)]
+        if not runtimes or not home.is_dir():
+            continue
+        runtime = max(runtimes, key=lambda p: p.name)
+        yield Elsewhere(
+            location=_machine(root, home),
+            kind="tree",
+            runtime=_machine(root, runtime),
+            version=_tree_version(home, runtime),
+            source=f"{runtime.name} on disk",
+            library_dirs=tuple(_machine(root, d) for d in dirs),
+        )
+
+
+def _pip_sites(root: Path, limit: int) -> Iterator[Elsewhere]:
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_sites
+
+    for site in _bounded_glob(root, elsewhere_sites(), limit):
+        runtimes = _runtimes(site / PIP_ROCM_PACKAGE / "lib")
+        if not runtimes:
+            continue
+        distributions = _rocm_distributions(site)
+        core = next((v for n, v in distributions if n.lower() == "rocm-sdk-core"), None)
+        yield Elsewhere(
+            location=_machine(root, site / PIP_ROCM_PACKAGE),
+            kind="pip",
+            runtime=_machine(root, runtimes[-1]),
+            version=core,
+            source=f"pip, in the environment of {_machine(root, site)}",
+            requirements=tuple(f"{n}=={v}" for n, v in distributions),
+        )
+
+
+def _rocm_distributions(site: Path) -> list[tuple[str, str]]:
+    """(Name, Version) of every rocm* distribution installed in `site` (their METADATA headers)."""
+    from jax_rocm7_plugin._safe_io import read_text
+
+    found = []
+    for info in sorted(site.glob("rocm*.dist-info")):
+        try:
+            text = read_text(info / "METADATA", 256 * 1024)
+        except (OSError, ValueError):
+            continue
+        fields = dict(
+            line.split(": ", 1) for line in text.split("\n\n", 1)[0].splitlines() if ": " in line and line[0] != " "
+        )
+        if "Name" in fields and "Version" in fields:
+            found.append((fields["Name"].strip(), fields["Version"].strip()))
+    return found
+
+
+def _dpkg(root: Path, max_files: int, max_bytes: int) -> Iterator[Elsewhere]:
+    """HIP runtimes dpkg says it installed (/var/lib/dpkg/info/PACKAGE[:ARCH].list: one installed path a line)."""
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_package_databases
+
+    budget = max_bytes
+    for listing in _bounded_glob(root, (elsewhere_package_databases()["dpkg_lists"],), max_files):
+        try:
+            size = listing.stat().st_size
+            if size > budget:
+                return
+            budget -= size
+            text = listing.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if HIP_RUNTIME_PREFIX not in text:
+            continue
+        package = listing.name.removesuffix(".list").split(":", 1)[0]
+        for line in text.splitlines():
+            match = _LISTED_RUNTIME.search(line.strip())
+            if match is not None:
+                yield _listed(root, match.group(1), f"dpkg:{package}", f"dpkg's list of package {package}")
+
+
+def _listed(root: Path, path: str, package: str, source: str) -> Elsewhere:
+    """A runtime a package database names: a tree where the file is there, else the package's lost file."""
+    on_disk = host_path(root, path)
+    lib = os.path.dirname(path)
+    home = os.path.dirname(lib) if os.path.basename(lib) in ("lib", "lib64") else lib
+    if on_disk.exists():
+        return Elsewhere(
+            location=home,
+            kind="tree",
+            runtime=path,
+            version=_tree_version(host_path(root, home), on_disk),
+            source=source,
+            package=package,
+            library_dirs=(lib,),
+        )
+    return Elsewhere(location=home, kind="listed", runtime=path, version=None, source=source, package=package)
+
+
+def _rpm(root: Path, max_packages: int) -> Iterator[Elsewhere]:
+    """HIP runtimes rpm says it installed: its sqlite database (rpm >= 4.16: RHEL 9, Fedora 33, SUSE 15.4 on), one
+    header blob a package in the Packages table."""
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_package_databases
+
+    database = host_path(root, elsewhere_package_databases()["rpm_sqlite"])
+    if not database.is_file():
+        return
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro&immutable=1", uri=True) as connection:
+            rows = connection.execute("SELECT blob FROM Packages LIMIT ?", (max_packages,)).fetchall()
+    except sqlite3.Error:
+        return
+    for (blob,) in rows:
+        if not isinstance(blob, bytes) or HIP_RUNTIME_PREFIX.encode() not in blob:
+            continue
+        header = rpm_header(blob)
+        name = header.get(_RPM_NAME)
+        if not isinstance(name, str):
+            continue
+        for path in rpm_files(header):
+            if _LISTED_RUNTIME.search(path):
+                yield _listed(root, path, f"rpm:{name}", f"rpm's database, package {name}")
+
+
+def rpm_header(blob: bytes) -> dict[int, object]:
+    """The tags of an rpm header blob this module reads: strings, string arrays and int32 arrays (a damaged blob
+    gives what could be read)."""
+    tags: dict[int, object] = {}
+    if len(blob) < 8:
+        return tags
+    entries, size = struct.unpack(">ii", blob[:8])
+    store = 8 + 16 * entries
+    if entries < 0 or size < 0 or store + size > len(blob):
+        return tags
+    data = blob[store : store + size]
+    for index in range(entries):
+        tag, kind, offset, count = struct.unpack(">iiii", blob[8 + 16 * index : 24 + 16 * index])
+        if tag not in (_RPM_NAME, _RPM_DIRINDEXES, _RPM_BASENAMES, _RPM_DIRNAMES) or not 0 <= offset < len(data):
+            continue
+        if kind == _RPM_STRING:
+            tags[tag] = data[offset : data.find(b"\0", offset)].decode("utf-8", "replace")
+        elif kind == _RPM_STRING_ARRAY:
+            values, at = [], offset
+            for _ in range(count):
+                end = data.find(b"\0", at)
+                if end < 0:
+                    break
+                values.append(data[at:end].decode("utf-8", "replace"))
+                at = end + 1
+            tags[tag] = values
+        elif kind == _RPM_INT32 and offset + 4 * count <= len(data):
+            tags[tag] = list(struct.unpack(f">{count}i", data[offset : offset + 4 * count]))
+    return tags
+
+
+def rpm_files(header: dict[int, object]) -> list[str]:
+    """The installed paths of a header: DIRNAMES[DIRINDEXES[i]] + BASENAMES[i]."""
+    names, indexes, dirs = header.get(_RPM_BASENAMES), header.get(_RPM_DIRINDEXES), header.get(_RPM_DIRNAMES)
+    if not (isinstance(names, list) and isinstance(indexes, list) and isinstance(dirs, list)):
+        return []
+    return [dirs[i] + n for n, i in zip(names, indexes, strict=False) if 0 <= i < len(dirs)]
+
+
+def refine(finding: Finding, found: Sequence[Elsewhere], ld_library_path: Sequence[str]) -> Finding:
+    """rocm-not-found with what was found elsewhere: the install and the one step that makes the library see it
+    (None found: the finding as it was, with the search said in its evidence)."""
+    ours = [e for e in found if e.major == ROCM_MAJOR]
+    others = [f"also found, not ROCm {ROCM_MAJOR}: {e.said()}" for e in found if e.major != ROCM_MAJOR][:3]
+    if not ours:
+        searched = "searched beyond the loader's path too: install roots, other Python environments, dpkg and rpm"
+        return finding._replace(evidence=(*finding.evidence, searched, *others))
+    best = ours[0]
+    evidence = (f"found: {best.said()}", *(f"found: {e.said()}" for e in ours[1:3]), *finding.evidence, *others)
+    if best.kind == "tree":
+        return _tree_finding(finding, best, ld_library_path, evidence)
+    if best.kind == "pip":
+        return _pip_finding(finding, best, evidence)
+    return _listed_finding(finding, best, evidence)
+
+
+def _tree_finding(finding: Finding, tree: Elsewhere, path: Sequence[str], evidence: tuple[str, ...]) -> Finding:
+    dirs = list(tree.library_dirs)
+    value = ":".join([*dirs, *(p for p in path if p not in dirs)])
+    conf = " ".join(dirs)
+    summary = (
+        f"ROCm {tree.version or tree.major} is installed at {tree.location}, but not where the PJRT library and the "
+        "dynamic loader look for it (its RUNPATH names /opt/rocm/lib and pip's folders)"
+    )
+    link = (
+        f"; or link it where the library looks first: sudo ln -s {tree.location} /opt/rocm"
+        if not tree.location.startswith("/opt/rocm")
+        else ""
+    )
+    fix = (
+        f"make the dynamic loader look there: for this shell, export LD_LIBRARY_PATH={value} ROCM_PATH={tree.location}"
+        f"; for every process, printf '%s\\n' {conf} | sudo tee /etc/ld.so.conf.d/rocm.conf && sudo ldconfig{link}"
+    )
+    remedy = Remedy(environment=(("LD_LIBRARY_PATH", value), ("ROCM_PATH", tree.location)))
+    return finding._replace(summary=summary, fix=fix, evidence=evidence, remedy=remedy)
+
+
+def _pip_finding(finding: Finding, pip: Elsewhere, evidence: tuple[str, ...]) -> Finding:
+    family = next(
+        (r.split("==")[0][len("rocm-sdk-libraries-") :] for r in pip.requirements if "sdk-libraries-" in r), None
+    )
+    wanted = " ".join(f'"{r}"' for r in pip.requirements) or f'"rocm-sdk-core=={pip.version}"'
+    index = f" --extra-index-url {PIP_INDEX.format(family=family)}" if family else ""
+    summary = (
+        f"ROCm {pip.version or pip.major} from pip is installed in another Python environment ({pip.location}), not in "
+        f"the one running jax ({sys.prefix})"
+    )
+    fix = f"install the same ROCm into this environment: {sys.executable} -m pip install {wanted}{index}"
+    return finding._replace(summary=summary, fix=fix, evidence=evidence)
+
+
+def _listed_finding(finding: Finding, listed: Elsewhere, evidence: tuple[str, ...]) -> Finding:
+    system, package = (listed.package or ":").split(":", 1)
+    step = f"sudo apt-get install --reinstall {package}" if system == "dpkg" else f"sudo dnf reinstall {package}"
+    summary = (
+        f"the package {package} says it installed the HIP runtime {listed.runtime}, but the file is not there "
+        "(deleted, or an upgrade that stopped half way)"
+    )
+    return finding._replace(summary=summary, fix=f"reinstall the package: {step}", evidence=evidence)

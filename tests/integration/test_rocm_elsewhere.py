@@ -1,0 +1,120 @@
+"""ROCm on disk but not where the loader looks: the doctor says where it is and the one step that makes it seen,
+where it used to say "no ROCm runtime is installed" (and the user reinstalled what was there).
+
+Each machine is the healthy 8 x MI300X of tests/support/fleet.py (a synthetic sysroot) with its ROCm moved, unlinked
+or deleted as the case says; package databases are written in their documented formats (tests/support/package_dbs.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.proof import NO_ERROR
+from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._machine.rocm_elsewhere import rpm_files, rpm_header
+from tests.support.fleet import HEALTHY, build_host
+from tests.support.inprocess import doctor
+from tests.support.package_dbs import rpm_header_blob, write_dpkg_list, write_rpmdb
+
+ROCM = "7.14.0"
+
+
+def _machine(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str], Path, Path]:
+    """The healthy host with its ROCm unlinked: no /opt/rocm, nothing in ld.so.conf.d. Returns the tree too."""
+    root, environ, library = build_host(HEALTHY[0], ROCM, tmp_path, build, monkeypatch)
+    tree = (root / "opt" / "rocm").resolve()
+    (root / "opt" / "rocm").unlink()
+    (root / "etc" / "ld.so.conf.d" / "10-rocm.conf").unlink()
+    return root, environ, library, tree
+
+
+def _not_found(report: Report) -> object:
+    return next(f for f in report.findings if f.id == "rocm-not-found")
+
+
+def test_a_tarball_in_a_home_folder_is_named_with_the_step_that_makes_it_seen(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    (root / "home" / "alice").mkdir(parents=True)
+    shutil.move(str(tree), root / "home" / "alice" / "therock")
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.summary.startswith(f"ROCm {ROCM}-56 is installed at /home/alice/therock, but not where")  # type: ignore[attr-defined]
+    assert "export LD_LIBRARY_PATH=/home/alice/therock/lib" in finding.fix  # type: ignore[attr-defined]
+    assert "sudo ln -s /home/alice/therock /opt/rocm" in finding.fix  # type: ignore[attr-defined]
+    assert "install ROCm" not in finding.fix  # type: ignore[attr-defined]
+    assert finding.remedy.checked is True, finding.remedy.outcome  # type: ignore[attr-defined]
+    assert finding.remedy.outcome.startswith(NO_ERROR) or "gone" in finding.remedy.outcome  # type: ignore[attr-defined]
+
+
+def test_pip_rocm_in_another_environment_is_installed_into_this_one(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    site = root / "home" / "alice" / "venv" / "lib" / "python3.12" / "site-packages"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    shutil.copy(build / "hip" / "libamdhip64.so.7", site / "_rocm_sdk_core" / "lib")
+    for name in ("rocm-sdk-core", "rocm-sdk-libraries-gfx94X-dcgpu"):
+        info = site / f"{name.replace('-', '_')}-{ROCM}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {ROCM}\n\nA description.\n")
+    finding = _not_found(doctor(environ, root, library))
+    assert "from pip is installed in another Python environment (/home/alice/venv/" in finding.summary  # type: ignore[attr-defined]
+    assert finding.fix == (  # type: ignore[attr-defined]
+        f'install the same ROCm into this environment: {sys.executable} -m pip install "rocm-sdk-core=={ROCM}" '
+        f'"rocm-sdk-libraries-gfx94X-dcgpu=={ROCM}" --extra-index-url https://repo.amd.com/rocm/whl/gfx94X-dcgpu/'
+    )
+
+
+def test_a_runtime_dpkg_lists_but_the_disk_lost_is_reinstalled_from_its_package(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    write_dpkg_list(root, "hip-runtime-amd7.14.0", [f"/opt/rocm-{ROCM}/lib/libamdhip64.so.7"])
+    write_dpkg_list(root, "bash", ["/bin/bash"])
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.fix == "reinstall the package: sudo apt-get install --reinstall hip-runtime-amd7.14.0"  # type: ignore[attr-defined]
+    assert "dpkg's list of package hip-runtime-amd7.14.0" in finding.evidence[0]  # type: ignore[attr-defined]
+
+
+def test_a_runtime_rpm_lists_but_the_disk_lost_is_reinstalled_from_its_package(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    write_rpmdb(
+        root,
+        {"bash": ["/usr/bin/bash"], "hip-runtime-amd": [f"/opt/rocm-{ROCM}/lib/libamdhip64.so.7", "/opt/x/README"]},
+    )
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.fix == "reinstall the package: sudo dnf reinstall hip-runtime-amd"  # type: ignore[attr-defined]
+
+
+def test_a_machine_without_rocm_anywhere_is_still_told_to_install_it(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nearest neighbour of the cases above: nothing to find, so the fix stays "install ROCm 7", and the
+    evidence says how far the doctor looked (and names an older ROCm it met on the way)."""
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    old = root / "home" / "bob" / "rocm-6.4"
+    (old / "lib").mkdir(parents=True)
+    shutil.copy(build / "hip" / "libamdhip64.so.7", old / "lib" / "libamdhip64.so.6")
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.fix.startswith("install ROCm 7")  # type: ignore[attr-defined]
+    assert any("searched beyond the loader's path" in line for line in finding.evidence)  # type: ignore[attr-defined]
+    assert any("not ROCm 7: ROCm 6 at /home/bob/rocm-6.4" in line for line in finding.evidence)  # type: ignore[attr-defined]
+
+
+def test_the_rpm_header_reader_on_a_damaged_blob_reads_what_it_can() -> None:
+    blob = rpm_header_blob("hip-runtime-amd", ["/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib/libhiprtc.so.7"])
+    assert rpm_files(rpm_header(blob)) == ["/opt/rocm/lib/libamdhip64.so.7", "/opt/rocm/lib/libhiprtc.so.7"]
+    for cut in (0, 7, 20, len(blob) // 2, len(blob) - 1):
+        assert rpm_files(rpm_header(blob[:cut])) == []  # a short blob is no package, never an exception
+    assert rpm_header(b"\x7f\xff\xff\xff\x00\x00\x00\x10" + b"\0" * 16) == {}
