@@ -153,6 +153,34 @@ def _family_build(gpus: Sequence[str], rocm_version: str | None) -> str:
     return "install the ROCm wheels of this GPU's family, of the same release (TheRock's release notes list them)"
 
 
+_PROCESSOR = re.compile(r"gfx[0-9a-f]{3,4}(?![0-9a-f])")
+
+
+def _tarball_build(state: LibraryKernels, rocm_version: str | None) -> str | None:
+    """Where the library comes from TheRock's tarball of one GPU family (its processors named by its kernel files:
+    the library's folder, or the tarball's .kpack/ files): the same release's tarball of the missing GPUs' family.
+    None: not a tarball, or its family or theirs is not known."""
+    from jax_rocm7_plugin._machine.rocm_install import layout
+    from jax_rocm7_plugin._policy.rocm_families import family_of, tarball_family, tarball_url
+
+    root = state.shared_object.parent.parent
+    if rocm_version is None or layout(root) != "therock":
+        return None
+    carried = {
+        m.group(0) for name in (*_names(state.folder), *_names(root / ".kpack")) for m in _PROCESSOR.finditer(name)
+    }
+    own = tarball_family(sorted(carried), rocm_version) if carried else None
+    urls = {gfx: tarball_url(gfx, rocm_version) for gfx in state.missing}
+    if own is None or not all(urls.values()):
+        return None
+    wanted = ", ".join(dict.fromkeys(family_of(g, rocm_version) or g for g in state.missing))
+    return (
+        f"this {state.library.name} comes from TheRock's tarball of ROCm {rocm_version} for {own}, which does not "
+        f"carry {', '.join(state.missing)}: unpack the same release's tarball for {wanted} in its place: "
+        + "; ".join(dict.fromkeys(str(u) for u in urls.values()))
+    )
+
+
 def _fix(state: LibraryKernels, rocm_version: str | None = None) -> str:
     library, gpus = state.library, ", ".join(state.missing)
     if library.without == "slower":
@@ -168,6 +196,8 @@ def _fix(state: LibraryKernels, rocm_version: str | None = None) -> str:
     elif family is not None:
         how = f"this {library.name} comes from TheRock's pip wheel for {family.group(1)}, which does not carry {gpus}: "
         how += _family_build(state.missing, rocm_version)
+    elif (tarball := _tarball_build(state, rocm_version)) is not None:
+        how = tarball
     else:
         how = f"use a ROCm release whose {library.name} supports {gpus} (AMD's supported-GPU list: {SUPPORTED_GPUS})"
     if state.variable_value:

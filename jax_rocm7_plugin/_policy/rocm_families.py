@@ -68,3 +68,25 @@ def pip_family(gfx_targets: list[str]) -> str | None:
     if len(families) != 1 or None in families:
         return None
     return families.pop()
+
+
+def tarball_url(gfx: str, version: str) -> str | None:
+    """Where TheRock's tarball of ROCm `version` for `gfx`'s family is (None: no tarball the data knows)."""
+    line = _line(version)
+    family = family_of(gfx, version)
+    if line is None or family is None:
+        return None
+    release = ".".join(version.split(".")[:3]).split("+")[0].split("-")[0]
+    for index in _data()["tarball_indexes"]:
+        if _within(index["releases"], line):
+            return str(index["url"]).format(family=family, version=release)
+    return None
+
+
+def tarball_family(processors: list[str], version: str) -> str | None:
+    """The family of a tarball that carries kernels for `processors` (its kernel files name them): the one family
+    of ROCm `version` holding every one of them; None where they span several or none is known."""
+    families = {family_of(gfx, version) for gfx in processors}
+    if len(families) != 1 or None in families:
+        return None
+    return families.pop()

@@ -118,3 +118,29 @@ def test_the_folder_a_variable_names_is_the_one_read(tmp_path: Path, build: Path
     own.mkdir(parents=True)
     (own / "TensileLibrary_lazy_gfx1103.dat").write_bytes(b"")
     assert kernels(doctor({"ROCBLAS_TENSILE_LIBPATH": "/home/me/rocblas-gfx1103"}, root, library_of(build))) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "url"),
+    [
+        ("7.12.0", "https://repo.amd.com/rocm/tarball/therock-dist-linux-gfx110X-all-7.12.0.tar.gz"),
+        ("7.14.0", "https://repo.amd.com/rocm/tarball-multi-arch/therock-dist-linux-gfx110X-all-7.14.0.tar.gz"),
+    ],
+)
+def test_therocks_tarball_of_another_family_is_named_with_the_tarball_of_this_gpus_family(
+    tmp_path: Path, build: Path, version: str, url: str
+) -> None:
+    """A tarball names no family on disk, but its kernel files name the processors it carries (rocBLAS's files;
+    the multi-arch tarball's .kpack/ files): gfx942 only is the gfx94X-dcgpu tarball, and an RX 7900 (gfx1100)
+    needs the same release's gfx110X-all tarball, not "a ROCm release that supports it"."""
+    root = make_sysroot(tmp_path / "root", [Gpu(gfx_target_version=GFX["gfx1100"])])
+    home = add_rocm(root, build, version, toolchain=False)
+    (home / "lib" / "llvm" / "amdgcn" / "bitcode").mkdir(parents=True)
+    (home / ".kpack").mkdir()
+    (home / ".kpack" / "blas_lib_gfx942.kpack").write_bytes(b"")  # named as TheRock's RELEASES.md shows them
+    add_math_libraries(home / "lib", build, ["gfx942"])
+    report = doctor({}, root, library_of(build))
+    (finding,) = [f for f in kernels(report) if "rocBLAS" in f.summary]
+    assert f"TheRock's tarball of ROCm {version}-56 for gfx94X-dcgpu" in finding.fix, finding.fix
+    assert finding.fix.endswith(f"tarball for gfx110X-all in its place: {url}"), finding.fix
+    assert "supported-GPU list" not in finding.fix
