@@ -10,6 +10,7 @@
     python build/build.py release-row X.Y.Z [--jax-source DIR] [--write]
     python build/build.py check WHEEL...
     python build/build.py variables --snapshots DIR [--output FILE] [--check]
+    python build/build.py packages --snapshots DIR [--output FILE] [--check]
 
 Each verb is a module `jax_rocm7_build/main_<verb>.py` (configure_parser, validate, execute;
 heavy imports happen in execute). Python puts this script's folder first on sys.path, which
@@ -28,10 +29,10 @@ from jax_rocm7_build._checkout import use_checkout
 def main(argv: list[str] | None = None) -> int:
     # From here on `jax_rocm7_plugin` is this checkout's tree (what the wheels package), never an installed one.
     use_checkout()
-    from jax_rocm7_build import main_check, main_release_row, main_variables, main_wheels
+    from jax_rocm7_build import main_check, main_packages, main_release_row, main_variables, main_wheels
     from jax_rocm7_build.progress import BuildError
 
-    verbs = {verb.NAME: verb for verb in (main_wheels, main_release_row, main_check, main_variables)}
+    verbs = {verb.NAME: verb for verb in (main_wheels, main_release_row, main_check, main_variables, main_packages)}
 
     parser = argparse.ArgumentParser(prog="build/build.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)

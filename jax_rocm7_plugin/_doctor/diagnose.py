@@ -77,6 +77,7 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
 
         found.extend(health_findings(health))
     found = _rocm_elsewhere(facts, found)
+    found = _missing_package(facts, found)
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings))
@@ -134,6 +135,30 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
     told = refine(missing, search(settings.sysroot, known), settings.ld_library_path)
     return [told if f is missing else f for f in found]
+
+
+def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
+    """library-dependency-missing where an installed ROCm 7 lacks some of its own libraries: the fix is the step that
+    installs them the way that ROCm was installed (_machine/rocm_package_step.py), not "install ROCm 7"."""
+    runtime = facts.runtime
+    report = runtime.dependencies if runtime is not None else None
+    if runtime is None or report is None or not report.missing:
+        return found
+    if any(f.id in ("rocm-not-found", "rocm-major-mismatch") for f in found):
+        return found
+    from jax_rocm7_plugin._machine.rocm_install import loaded_install
+    from jax_rocm7_plugin._machine.rocm_package_step import package_step
+    from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
+
+    missing = [n for n in report.missing_names if is_rocm_library(n)]
+    install = loaded_install(runtime.installs, report.found.get(HIP_SONAME))
+    if not missing or install is None:
+        return found
+    gpus = [node.gfx_target for _, node in used_gpus(facts) if node.gfx_target]
+    step = package_step(missing, install, facts.settings.sysroot, gpus)
+    if step is None:
+        return found
+    return [f._replace(fix=step) if f.id == "library-dependency-missing" else f for f in found]
 
 
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:

@@ -341,3 +341,17 @@ def _listed_finding(finding: Finding, listed: Elsewhere, evidence: tuple[str, ..
         "(deleted, or an upgrade that stopped half way)"
     )
     return finding._replace(summary=summary, fix=f"reinstall the package: {step}", evidence=evidence)
+
+
+def owner(root: Path, path: str) -> tuple[str, str] | None:
+    """(package system, package) that installed the file at machine path `path` (or the file its link names), from
+    dpkg's lists or rpm's database; None: no package database says so."""
+    from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
+
+    limits = elsewhere_limits()
+    wanted = {path, _machine(root, host_path(root, path).resolve())}
+    for item in (*_dpkg(root, limits["list_files"], limits["list_bytes"]), *_rpm(root, limits["rpm_packages"])):
+        if item.runtime in wanted and item.package is not None:
+            system, _, package = item.package.partition(":")
+            return system, package
+    return None

@@ -38,3 +38,8 @@ def install_command(names: Sequence[str], os_ids: Sequence[str]) -> str | None:
     if any(p is None for p in packages):
         return None
     return f"{_data()['families'][distribution]['install']} {' '.join(dict.fromkeys(p for p in packages if p))}"
+
+
+def install_verb(family_name: str) -> str:
+    """ "sudo apt-get install" for a distribution family of the data."""
+    return str(_data()["families"][family_name]["install"])

@@ -194,3 +194,37 @@ def test_the_committed_table_is_what_the_sources_give() -> None:
 
 def test_read_records_are_plain() -> None:
     assert Read("A", "read", 1)._asdict() == {"name": "A", "rule": "read", "line": 1, "default": None, "values": ()}
+
+
+def test_the_package_map_takes_a_library_to_its_projects_runtime_package() -> None:
+    from jax_rocm7_build import main_packages
+
+    def package(name: str, per_gpu: str, project: str) -> dict[str, object]:
+        return {"Package": name, "Gfxarch": per_gpu, "Artifactory": [{"Artifact_Subdir": [{"Name": project}]}]}
+
+    listing = [
+        package("amdrocm-blas-devel", "True", "rocBLAS"),
+        package("amdrocm-blas", "True", "rocBLAS"),
+        package("amdrocm-runtime", "False", "clr"),
+    ]
+    sources = {
+        "therock": {"repo": "ROCm/TheRock", "commit": "c" * 40, "path": "p.json", "naming": "n.py"},
+        "aliases": {"amdhip64": ["clr", "https://example.invalid/clr"]},
+    }
+    table = main_packages.generate(listing, ["rocblas", "MIOpen", "rocprofiler*"], sources)
+    assert {k: (v["package"], v["per_gpu"]) for k, v in table["libraries"].items()} == {
+        "rocblas": ("amdrocm-blas", True),  # the runtime package, not -devel
+        "amdhip64": ("amdrocm-runtime", False),  # by its project's name
+    }  # MIOpen: no package holds it here; a glob stem is no library name
+
+
+def test_the_committed_package_map_names_the_runtime_and_the_math_libraries() -> None:
+    from jax_rocm7_plugin._policy.rocm_packages import native_package
+
+    assert native_package("libamdhip64.so.7", "7.15", ["gfx942"]) == ["amdrocm-runtime7.15"]
+    assert native_package("librocblas.so.5", "7.15", ["gfx942", "gfx942", "gfx950"]) == [
+        "amdrocm-blas7.15-gfx942",
+        "amdrocm-blas7.15-gfx950",
+    ]
+    assert native_package("libMIOpen.so.1", "", []) == ["amdrocm-dnn"]
+    assert native_package("libnothing.so.1", "", []) is None
