@@ -173,7 +173,21 @@ class Finding(NamedTuple):
             del data["remedy"]
         else:
             data["remedy"] = self.remedy.to_json()
+        if self.severity != "info":
+            data["fix_check"] = self.fix_check
         return data
+
+    @property
+    def fix_check(self) -> str:
+        """Whether the doctor checked the fix: "checked" (with it made, the problem is gone), "not enough" (it is not),
+        "not checked: <why>" (it tried and could not), or "cannot be checked" (a change the doctor cannot make:
+        a driver, a package, a device node's owner)."""
+        remedy = self.remedy
+        if remedy is None:
+            return "cannot be checked"
+        if remedy.checked is None:
+            return f"not checked: {remedy.outcome}" if remedy.outcome else "not checked"
+        return "checked" if remedy.checked else "not enough"
 
     @property
     def key(self) -> tuple[str, str | None]:

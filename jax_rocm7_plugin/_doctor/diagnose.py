@@ -151,14 +151,55 @@ def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
     from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
     missing = [n for n in report.missing_names if is_rocm_library(n)]
+    if not missing:
+        return found
+    unseen = _unseen_install(facts, missing)
+    if unseen is not None:
+        return [unseen if f.id == "library-dependency-missing" else f for f in found]
     install = loaded_install(runtime.installs, report.found.get(HIP_SONAME))
-    if not missing or install is None:
+    if install is None:
         return found
     gpus = [node.gfx_target for _, node in used_gpus(facts) if node.gfx_target]
     step = package_step(missing, install, facts.settings.sysroot, gpus)
     if step is None:
         return found
     return [f._replace(fix=step) if f.id == "library-dependency-missing" else f for f in found]
+
+
+def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
+    """library-dependency-missing where a ROCm 7 install on this machine holds every missing library, in folders the
+    dynamic loader does not search: the step that makes it look there (checked), not "install ROCm 7"."""
+    import os
+
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._machine.rocm_elsewhere import loader_step
+    from jax_rocm7_plugin._names import ROCM_MAJOR
+
+    settings, runtime = facts.settings, facts.runtime
+    assert runtime is not None
+    root = settings.sysroot
+    for install in runtime.installs:
+        if install.major != ROCM_MAJOR or install.source in ("pip", "loader path"):
+            continue
+        holding = [d for d in install.library_dirs if any((d / name).exists() for name in missing)]
+        if not holding or not all(any((d / n).exists() for d in holding) for n in missing):
+            continue
+        dirs = ["/" + os.path.relpath(d, root) if str(root) != "/" else str(d) for d in install.library_dirs]
+        fix, remedy = loader_step(
+            install.location, dirs, settings.ld_library_path, link=not (root / "opt" / "rocm").exists()
+        )
+        summary = (
+            f"ROCm {install.version_said()} at {install.location} has {', '.join(missing)}, but the dynamic loader "
+            "does not look there (the PJRT library's RUNPATH names /opt/rocm/lib; nothing else adds that folder)"
+        )
+        evidence = tuple(
+            f"{shown}/{n}"
+            for n in missing
+            for d, shown in zip(install.library_dirs, dirs, strict=True)
+            if (d / n).exists()
+        )
+        return catalog.library_dependency_missing(summary, evidence, fix)._replace(remedy=remedy)
+    return None
 
 
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:

@@ -212,14 +212,15 @@ def kernel_findings(facts: Facts) -> list[Finding]:
 
 def variable_findings(settings: Settings) -> list[Finding]:
     """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant."""
-    from jax_rocm7_plugin._machine.named_things import missing
+    from jax_rocm7_plugin._machine.named_things import missing, present
     from jax_rocm7_plugin._policy.stack_variables import problems
 
     found = []
     in_job = settings.job_hosts is not None
 
-    def here(kind: str, value: str) -> str | None:
-        return missing(kind, value, settings.sysroot)
+    def here(kind: str, value: str) -> tuple[str, str | None] | None:
+        what = missing(kind, value, settings.sysroot)
+        return None if what is None else (what, present(kind, settings.sysroot))
 
     for problem in problems(settings.environ or {}, here, in_job=in_job):
         variable = problem.variable

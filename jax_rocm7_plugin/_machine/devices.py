@@ -232,6 +232,20 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
         return fix, evidence, None
     container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))
     plural = "s" if len(gids) > 1 else ""
+    render = next((gid for gid, name in names.items() if name == "render"), None)
+    if not container and render is not None and render in identity.gids and all(g not in names for g in gids):
+        # The nodes carry a number this system gives no name, while its own render group (which the user holds)
+        # has another: the host's render gid passed into a guest (an LXC container) whose render group differs.
+        paths = " ".join(str(n.path) for n in group_rw)
+        first = group_rw[0].path
+        fix = (
+            f"the device node{plural} carr{'y' if plural else 'ies'} gid {', '.join(map(str, gids))}, which has no "
+            f"name here, while this system's render group, which this user holds, is {render} (the host's render gid "
+            f"passed into a guest whose render group has another number): give the node{plural} the render group "
+            f"here, in a Proxmox LXC guest's dev entry (dev0: {first},gid={render},mode=0660) or with "
+            f"`sudo chgrp render {paths}`; or add gid {', '.join(map(str, gids))} to this user ({listed})"
+        )
+        return fix, evidence, catalog.Remedy(groups=gids)
     if container:
         fix = (
             f"give the container the group id{plural} that own{'' if plural else 's'} the device node{plural}, by "

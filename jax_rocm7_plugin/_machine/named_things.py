@@ -18,6 +18,20 @@ from jax_rocm7_plugin._machine import host_path
 _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d+)")
 
 
+def present(kind: str, sysroot: Path) -> str | None:
+    """A value naming what this machine has of `kind`, for the fix (None: nothing to name): every RDMA device; every
+    network interface but loopback."""
+    folder = {"interfaces": "/sys/class/net", "rdma-devices": "/sys/class/infiniband"}.get(kind)
+    if folder is None:
+        return None
+    try:
+        names = sorted(os.listdir(host_path(sysroot, folder)))
+    except OSError:
+        return None
+    names = [n for n in names if n != "lo"]
+    return ",".join(names) or None
+
+
 def missing(kind: str, value: str, sysroot: Path) -> str | None:
     """What is wrong with `value` as the name of a thing of `kind` here (None: it is there, or this machine's
     files cannot tell)."""

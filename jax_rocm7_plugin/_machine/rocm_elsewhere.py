@@ -298,24 +298,26 @@ def refine(finding: Finding, found: Sequence[Elsewhere], ld_library_path: Sequen
     return _listed_finding(finding, best, evidence)
 
 
-def _tree_finding(finding: Finding, tree: Elsewhere, path: Sequence[str], evidence: tuple[str, ...]) -> Finding:
-    dirs = list(tree.library_dirs)
+def loader_step(location: str, dirs: Sequence[str], path: Sequence[str], *, link: bool) -> tuple[str, Remedy]:
+    """The step that makes the dynamic loader see an install at `location` whose libraries are in `dirs` (machine
+    paths), with LD_LIBRARY_PATH as it is (`path`), and the same as a change the doctor can check. `link`: also offer
+    the /opt/rocm link (where nothing is there)."""
     value = ":".join([*dirs, *(p for p in path if p not in dirs)])
     conf = " ".join(dirs)
+    linked = f"; or link it where the library looks first: sudo ln -s {location} /opt/rocm" if link else ""
+    fix = (
+        f"make the dynamic loader look there: for this shell, export LD_LIBRARY_PATH={value} ROCM_PATH={location}"
+        f"; for every process, printf '%s\\n' {conf} | sudo tee /etc/ld.so.conf.d/rocm.conf && sudo ldconfig{linked}"
+    )
+    return fix, Remedy(environment=(("LD_LIBRARY_PATH", value), ("ROCM_PATH", location)))
+
+
+def _tree_finding(finding: Finding, tree: Elsewhere, path: Sequence[str], evidence: tuple[str, ...]) -> Finding:
     summary = (
         f"ROCm {tree.version or tree.major} is installed at {tree.location}, but not where the PJRT library and the "
         "dynamic loader look for it (its RUNPATH names /opt/rocm/lib and pip's folders)"
     )
-    link = (
-        f"; or link it where the library looks first: sudo ln -s {tree.location} /opt/rocm"
-        if not tree.location.startswith("/opt/rocm")
-        else ""
-    )
-    fix = (
-        f"make the dynamic loader look there: for this shell, export LD_LIBRARY_PATH={value} ROCM_PATH={tree.location}"
-        f"; for every process, printf '%s\\n' {conf} | sudo tee /etc/ld.so.conf.d/rocm.conf && sudo ldconfig{link}"
-    )
-    remedy = Remedy(environment=(("LD_LIBRARY_PATH", value), ("ROCM_PATH", tree.location)))
+    fix, remedy = loader_step(tree.location, tree.library_dirs, path, link=not tree.location.startswith("/opt/rocm"))
     return finding._replace(summary=summary, fix=fix, evidence=evidence, remedy=remedy)
 
 

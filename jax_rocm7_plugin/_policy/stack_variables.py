@@ -177,7 +177,8 @@ def _entry(raw: dict[str, Any]) -> StackVariable:
 _RANK = {"error": 0, "warning": 1, "info": 2}
 
 
-Missing = Callable[[str, str], "str | None"]  # (what the value names, the value) -> what is not there
+# (what the value names, the value) -> what is not there, and a value naming what is (None: nothing wrong)
+Missing = Callable[[str, str], "tuple[str, str | None] | None"]
 
 
 def problems(environ: Mapping[str, str], missing: Missing | None = None, *, in_job: bool = False) -> list[Problem]:
@@ -207,12 +208,13 @@ def _check(variable: StackVariable, value: str, missing: Missing | None, in_job:
         corrected = _corrected(variable, value)
         return Problem(variable, value, what, variable.malformed, variable.malformed_severity, corrected)
     if variable.machine is not None and missing is not None:
-        what = missing(variable.machine, value)
-        if what is not None:
+        absent = missing(variable.machine, value)
+        if absent is not None:
+            what, here = absent
             severity = variable.malformed_severity
             if severity == "error" and variable.machine in ("interfaces", "rdma-devices", "address") and not in_job:
                 severity = "warning"  # one process alone starts no transport between processes
-            return Problem(variable, value, what, variable.malformed, severity, None)
+            return Problem(variable, value, what, variable.malformed, severity, here)
     return None
 
 

@@ -287,8 +287,8 @@ NETWORKED = MI300X.but(
         ("HIP_MEM_POOL_SUPPORT", "yes", "warning", "1"),  # HIP's bool: only true or a number
         ("NCCL_MIN_NCHANNELS", "abc", "warning", None),  # RCCL's strtoll: 0, not its default
         ("JAX_TRACEBACK_FILTERING", "Auto", "error", "auto"),  # jax's enum: ValueError at import
-        ("NCCL_SOCKET_IFNAME", "ib9", "warning", None),  # no such interface (an error in a job)
-        ("NCCL_IB_HCA", "mlx5_0:2", "warning", None),  # the device has port 1 only
+        ("NCCL_SOCKET_IFNAME", "ib9", "warning", "eth0"),  # no such interface (an error in a job): the ones here
+        ("NCCL_IB_HCA", "mlx5_0:2", "warning", "mlx5_0"),  # the device has port 1 only: the devices here
     ],
 )
 def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was_meant(

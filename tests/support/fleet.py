@@ -82,6 +82,8 @@ class Host:
     group_names: Mapping[str, int] = field(default_factory=dict)
     proc_version: str | None = None  # the running kernel's /proc/version line (None: not written)
     node: Node | None = None  # its GPUs' health files (tests/support/node_health.py), which then give its GPUs
+    rocm_at: str | None = None  # where its ROCm tree was moved (a tarball unpacked elsewhere): no /opt/rocm link then
+    rocm_link: bool = True  # /opt/rocm -> /opt/rocm-<version>, as AMD's packages make it
 
     def but(self, **changes: object) -> Host:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -416,6 +418,149 @@ FAILURES: tuple[Case, ...] = (
         fix=("upgrade the Linux kernel",),
         fix_note="confirmed by the reporter: a 6.16.9 kernel (AMD's page names 6.18.4 and Ubuntu's fixed builds)",
     ),
+    # Held out (added 2026-11-27, after the doctor's variable table, ROCm-elsewhere search and access policy were
+    # built; none is cited in its data): public failures of other projects on the ROCm stack, each rebuilt as the
+    # machine its thread describes.
+    Case(
+        "https://github.com/jamiepine/voicebox/pull/864",
+        Host(
+            "RX 9070 (gfx1201) in Docker, HSA_OVERRIDE_GFX_VERSION exported empty by a compose default",
+            _gpu(120001, 1, device_id=0x7550, vram_bytes=16 * GIB),
+            container=True,
+            environ={"HSA_OVERRIDE_GFX_VERSION": ""},
+        ),
+        "7.2.0",
+        ("HSA_OVERRIDE_GFX_VERSION", "empty"),
+        fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+    ),
+    Case(
+        "https://github.com/Osmantic/ODS/pull/1779",
+        Host(
+            "2 x RX 9070 XT (gfx1201) in containers, HSA_OVERRIDE_GFX_VERSION empty",
+            _gpu(120001, 2, device_id=0x7550, vram_bytes=16 * GIB),
+            container=True,
+            environ={"HSA_OVERRIDE_GFX_VERSION": ""},
+        ),
+        "7.14.0",
+        ("HSA_OVERRIDE_GFX_VERSION", "empty"),
+        fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+    ),
+    Case(
+        "https://github.com/ROCm/legacy-rocm-build/issues/5773",
+        Host(
+            "TheRock's 7.9.0 tarball unpacked in a home folder, nothing pointing at it",
+            _gpu(110000, 1, device_id=0x744C, vram_bytes=24 * GIB),
+            layout="therock",
+            rocm_at="/home/user/therock-tarball/install",
+            ld_conf=False,
+        ),
+        "7.9.0",
+        ("installed at /home/user/therock-tarball/install", "not where"),
+        fix=("ROCM_PATH=/home/user/therock-tarball/install", "LD_LIBRARY_PATH=/home/user/therock-tarball/install/lib"),
+    ),
+    Case(
+        "https://github.com/ggml-org/llama.cpp/issues/25807",
+        Host(
+            "Strix Halo (gfx1151), ROCm 7.14's libraries in /opt/rocm/core-7.14/lib, which the loader does not search",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            rocm_at="/opt/rocm/core-7.14",
+            ld_conf=False,
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("/opt/rocm/core-7.14", "not where"),
+        fix=("LD_LIBRARY_PATH=/opt/rocm/core-7.14/lib",),
+    ),
+    Case(
+        "https://github.com/PrismML-Eng/Bonsai-demo/issues/87",
+        Host(
+            "Strix Halo (gfx1151), ROCm in /opt/rocm-7.14.0 without the /opt/rocm link or an ld.so.conf.d entry",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            rocm_link=False,
+            ld_conf=False,
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("/opt/rocm-7.14.0", "does not look there"),
+        fix=("/etc/ld.so.conf.d/rocm.conf", "ldconfig"),
+    ),
+    Case(
+        "https://github.com/ROCm/Megatron-LM/pull/132",
+        Host(
+            "MI355X x8 with Broadcom bnxt_re NICs, NCCL_IB_HCA naming rdma0-7 (a 2-node Slurm job)",
+            _gpu(90500, 8, device_id=0x75A3, vram_bytes=288 * GIB),
+            environ={"NCCL_IB_HCA": ",".join(f"rdma{i}" for i in range(8)), "SLURM_JOB_NUM_NODES": "2"},
+            files={f"/sys/class/infiniband/bnxt_re{i}/ports/1/state": "4: ACTIVE\n" for i in range(8)},
+        ),
+        "7.14.0",
+        ("NCCL_IB_HCA", "no RDMA device"),
+        fix=("NCCL_IB_HCA=bnxt_re0",),
+    ),
+    Case(
+        "https://github.com/ROCm/rocm-systems/pull/9083",
+        Host(
+            "8 GPUs per node with AI NICs named roce*, NCCL_IB_HCA=rdma (a 2-node job)",
+            _gpu(90402, 8),
+            environ={"NCCL_IB_HCA": "rdma", "SLURM_JOB_NUM_NODES": "2"},
+            files={f"/sys/class/infiniband/roce{i}/ports/1/state": "4: ACTIVE\n" for i in range(8)},
+        ),
+        "7.14.0",
+        ("NCCL_IB_HCA", "rdma"),
+        fix=("roce",),
+    ),
+    Case(
+        "https://github.com/Hal0ai/hal0/pull/423",
+        Host(
+            "Strix Halo (gfx1151) in an LXC guest, /dev/kfd back as root:root 0660 after a reboot",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            uid=1000,
+            groups=(1000, 44, 110),
+            node_gid=0,
+            group_names={"root": 0, "video": 44, "render": 110, "user": 1000},
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("/dev/kfd", "root"),
+        fix=("chgrp render",),
+    ),
+    Case(
+        "https://github.com/Hal0ai/hal0/pull/2213",
+        Host(
+            "Strix Halo (gfx1151) in a privileged Proxmox LXC guest: the nodes carry the host's render gid 993, the "
+            "guest's render group is 991",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            uid=1000,
+            groups=(1000, 44, 991),
+            node_gid=993,
+            group_names={"video": 44, "render": 991, "user": 1000},
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("993", "render group"),
+        fix=("gid=991",),
+    ),
+    Case(
+        "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/issues/6",
+        Host(
+            "Strix Halo (gfx1151) in a toolbox container whose user lacks the host's render gid",
+            _gpu(110501, 1, device_id=0x1586, vram_bytes=96 * GIB),
+            container=True,
+            uid=1000,
+            groups=(1000,),
+            node_gid=110,
+            group_names={"user": 1000},
+            system_bytes=128 * GIB,
+            proc_version=_UBUNTU_OEM_KERNEL,
+        ),
+        "7.14.0",
+        ("/dev/kfd", "cannot open"),
+        fix_note="confirmed by another user: the host's render gid made a group in the container and the user added "
+        "to it (or the nodes made world-writable, which our access policy refuses); ours adds that gid (--group-add)",
+    ),
 )
 
 
@@ -461,6 +606,14 @@ def build_host(
         add_math_libraries(home / "lib", build, kernels)
         if host.hipblaslt_per_processor:
             _hipblaslt_per_processor(home / "lib", kernels)
+    if host.rocm_at is not None or not host.rocm_link:
+        tree = (root / "opt" / "rocm").resolve()
+        (root / "opt" / "rocm").unlink()
+        if host.rocm_at is not None:
+            target = root / host.rocm_at.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(tree), target)
+            home = target
     if host.ld_conf:
         (root / "etc" / "ld.so.conf.d").mkdir(parents=True, exist_ok=True)
         (root / "etc" / "ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
