@@ -63,6 +63,12 @@ def measure(work: Path) -> dict[str, object]:
     patch = pytest.MonkeyPatch()
     count = iter(range(100000))
     results: dict[str, object] = {}
+    try:  # the doctor's variable tables (a checkout before them has none)
+        from jax_rocm7_plugin._policy.stack_variables import coverage
+
+        results["variables"] = coverage()
+    except ImportError:
+        results["variables"] = None
     # Each known-issue thread on its own machine and pair (the entry's release where the thread says, else the
     # checkout's), as tests/integration/test_known_issues.py rebuilds it.
     entries_missed = []
@@ -80,6 +86,7 @@ def measure(work: Path) -> dict[str, object]:
         started = time.perf_counter()
         named, missed = [], []
         groups = {"trained": [0, 0], "held out": [0, 0]}  # named, of
+        batches: dict[str, list[int]] = {}  # named, fix given, fix checked, of
         remedies: dict[str, list[str]] = {"checked": [], "named": [], "missed": []}
         for case in FAILURES:
             report = diagnose_host(case.host, case.rocm, case.release or release, work / str(next(count)), build, patch)
@@ -91,6 +98,12 @@ def measure(work: Path) -> dict[str, object]:
             outcome = remedy_outcome(report, case)
             if outcome != "none":
                 remedies[outcome].append(case.thread)
+            if case.batch:
+                batch = batches.setdefault(case.batch, [0, 0, 0, 0])
+                batch[0] += hit
+                batch[1] += outcome in ("named", "checked")
+                batch[2] += outcome == "checked"
+                batch[3] += 1
         alarms: dict[str, list[str]] = {}
         for host in HEALTHY:
             if host.layout == "therock" and rocm.startswith("7.2."):
@@ -107,6 +120,7 @@ def measure(work: Path) -> dict[str, object]:
             "failures_missed": missed,
             "recall_trained": groups["trained"],
             "recall_held_out": groups["held out"],
+            "batches": batches,
             "confirmed_fixes": sum(len(v) for v in remedies.values()),
             "fixes_named": len(remedies["named"]) + len(remedies["checked"]),
             "fixes_checked": len(remedies["checked"]),
@@ -138,6 +152,15 @@ def main() -> None:
         return
     print(f"doctor of {args.source or REPO}")
     threads = results.pop("known-issue threads")
+    variables = results.pop("variables")
+    if isinstance(variables, dict):
+        print(
+            f"variables the doctor knows: {variables['names']} names ({variables['reads']} reads), "
+            f"{variables['judged']} reads judged; {variables['generated_names']} generated, "
+            f"{variables['curated']} curated"
+        )
+    else:
+        print("variables the doctor knows: no generated table in this checkout")
     assert isinstance(threads, dict)
     print(f"known-issue threads named on their machines: {threads['named']}/{threads['of']}", end="")
     print(f" (missed: {', '.join(threads['missed'])})" if threads["missed"] else "")
@@ -157,6 +180,11 @@ def main() -> None:
         )
     for release, row in results.items():
         assert isinstance(row, dict)
+        for batch, (named, given, checked, of) in row["batches"].items():  # type: ignore[attr-defined]
+            print(
+                f"jax {release}: held-out set {batch}: causes named {named}/{of}, confirmed fixes given {given}, "
+                f"checked {checked}"
+            )
         for thread in row["failures_missed"]:  # type: ignore[attr-defined]
             print(f"jax {release}: not named: {thread}")
         for thread in row["fixes_missed"]:  # type: ignore[attr-defined]

@@ -155,6 +155,7 @@ class Case:
     # names the cause. () where the thread confirms none (`fix_note` says what was proposed, if anything).
     fix: tuple[str, ...] = ()
     fix_note: str = ""
+    batch: str = ""  # the held-out set it was added with ("2026-11-27": after the doctor it measures was built)
 
     @property
     def trained(self) -> bool:
@@ -432,6 +433,7 @@ FAILURES: tuple[Case, ...] = (
         "7.2.0",
         ("HSA_OVERRIDE_GFX_VERSION", "empty"),
         fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/Osmantic/ODS/pull/1779",
@@ -444,6 +446,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("HSA_OVERRIDE_GFX_VERSION", "empty"),
         fix=("unset HSA_OVERRIDE_GFX_VERSION",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/ROCm/legacy-rocm-build/issues/5773",
@@ -457,6 +460,7 @@ FAILURES: tuple[Case, ...] = (
         "7.9.0",
         ("installed at /home/user/therock-tarball/install", "not where"),
         fix=("ROCM_PATH=/home/user/therock-tarball/install", "LD_LIBRARY_PATH=/home/user/therock-tarball/install/lib"),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/ggml-org/llama.cpp/issues/25807",
@@ -471,6 +475,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("/opt/rocm/core-7.14", "not where"),
         fix=("LD_LIBRARY_PATH=/opt/rocm/core-7.14/lib",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/PrismML-Eng/Bonsai-demo/issues/87",
@@ -485,6 +490,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("/opt/rocm-7.14.0", "does not look there"),
         fix=("/etc/ld.so.conf.d/rocm.conf", "ldconfig"),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/ROCm/Megatron-LM/pull/132",
@@ -497,6 +503,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("NCCL_IB_HCA", "no RDMA device"),
         fix=("NCCL_IB_HCA=bnxt_re0",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/ROCm/rocm-systems/pull/9083",
@@ -509,6 +516,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("NCCL_IB_HCA", "rdma"),
         fix=("roce",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/Hal0ai/hal0/pull/423",
@@ -525,6 +533,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("/dev/kfd", "root"),
         fix=("chgrp render",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/Hal0ai/hal0/pull/2213",
@@ -542,6 +551,7 @@ FAILURES: tuple[Case, ...] = (
         "7.14.0",
         ("993", "render group"),
         fix=("gid=991",),
+        batch="2026-11-27",
     ),
     Case(
         "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/issues/6",
@@ -560,6 +570,7 @@ FAILURES: tuple[Case, ...] = (
         ("/dev/kfd", "cannot open"),
         fix_note="confirmed by another user: the host's render gid made a group in the container and the user added "
         "to it (or the nodes made world-writable, which our access policy refuses); ours adds that gid (--group-add)",
+        batch="2026-11-27",
     ),
 )
 
