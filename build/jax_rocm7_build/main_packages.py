@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_build import snapshots
+
 NAME = "packages"
 HELP = "generate the map from ROCm libraries to the packages that ship them, from TheRock's package list"
 REPO = Path(__file__).resolve().parents[2]
@@ -26,39 +28,27 @@ POLICY = REPO / "jax_rocm7_plugin" / "_policy" / "rocm_policy.json"
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = commands.add_parser(NAME, help=HELP, description=__doc__)
-    parser.add_argument("--snapshots", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--output", type=Path, default=OUTPUT, metavar="FILE")
-    parser.add_argument("--check", action="store_true", help="compare with FILE instead of writing it")
+    snapshots.add_arguments(commands, NAME, HELP, __doc__ or "", OUTPUT)
 
 
-def validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    if not args.snapshots.is_dir():
-        parser.error(f"--snapshots {args.snapshots}: no such folder")
+validate = snapshots.validate
 
 
 def execute(args: argparse.Namespace) -> int:
-    from jax_rocm7_build.main_variables import _git, _git_dir
     from jax_rocm7_build.progress import BuildError
 
     sources = json.loads(SOURCES.read_text(encoding="utf-8"))
     therock = sources["therock"]
     try:
-        git_dir = _git_dir(args.snapshots, therock["repo"])
-        listing = json.loads(_git(git_dir, "show", f"{therock['commit']}:{therock['path']}"))
+        folder = snapshots.git_dir(args.snapshots, therock["repo"])
+        listing = json.loads(snapshots.git(folder, "show", f"{therock['commit']}:{therock['path']}"))
     except BuildError as error:
         print(f"build.py packages: {error}", file=sys.stderr)
         return 2
     stems = json.loads(POLICY.read_text(encoding="utf-8"))["library_stems"]
     table = generate(listing, stems, sources)
-    text = json.dumps(table, indent=1) + "\n"
-    if args.check:
-        same = args.output.is_file() and args.output.read_text(encoding="utf-8") == text
-        print(f"{args.output}: {'up to date' if same else 'differs from what the sources give'}")
-        return 0 if same else 1
-    args.output.write_text(text, encoding="utf-8")
-    print(f"{args.output}: {len(table['libraries'])} libraries mapped of {len(stems)} stems")
-    return 0
+    said = f"{len(table['libraries'])} libraries mapped of {len(stems)} stems"
+    return snapshots.write_or_check(table, args.output, args.check, said)
 
 
 def _norm(name: str) -> str:

@@ -12,10 +12,11 @@ import argparse
 import fnmatch
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from jax_rocm7_build import snapshots
 
 NAME = "variables"
 HELP = "generate the table of environment variables the stack reads, from its sources at pinned commits"
@@ -26,15 +27,10 @@ PRECEDENCE = ("read",)  # a rule that judges beats "read" for the same variable 
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = commands.add_parser(NAME, help=HELP, description=__doc__)
-    parser.add_argument("--snapshots", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--output", type=Path, default=OUTPUT, metavar="FILE")
-    parser.add_argument("--check", action="store_true", help="compare with FILE instead of writing it")
+    snapshots.add_arguments(commands, NAME, HELP, __doc__ or "", OUTPUT)
 
 
-def validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    if not args.snapshots.is_dir():
-        parser.error(f"--snapshots {args.snapshots}: no such folder")
+validate = snapshots.validate
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -45,44 +41,19 @@ def execute(args: argparse.Namespace) -> int:
     except BuildError as error:
         print(f"build.py variables: {error}", file=sys.stderr)
         return 2
-    text = json.dumps(table, indent=1, sort_keys=False) + "\n"
-    if args.check:
-        same = args.output.is_file() and args.output.read_text(encoding="utf-8") == text
-        print(f"{args.output}: {'up to date' if same else 'differs from what the sources give'}")
-        return 0 if same else 1
-    args.output.write_text(text, encoding="utf-8")
     judged = sum(1 for v in table["variables"] if v["rule"] != "read")
     names = len({v["name"] for v in table["variables"]})
-    print(f"{args.output}: {names} variables ({len(table['variables'])} reads), {judged} judged")
-    return 0
-
-
-def _git_dir(snapshots: Path, repo: str) -> Path:
-    from jax_rocm7_build.progress import BuildError
-
-    folder = snapshots / repo.replace("/", "+")
-    for candidate in (folder / "repo", folder):
-        if (candidate / "HEAD").is_file():
-            return candidate
-    raise BuildError(f"no snapshot of {repo} in {snapshots} (expected {folder}/repo, a bare git repository)")
-
-
-def _git(git_dir: Path, *arguments: str, stdin: bytes | None = None) -> bytes:
-    from jax_rocm7_build.progress import BuildError
-
-    done = subprocess.run(["git", f"--git-dir={git_dir}", *arguments], input=stdin, capture_output=True)
-    if done.returncode != 0:
-        raise BuildError(f"git {' '.join(arguments[:2])} in {git_dir}: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
+    said = f"{names} variables ({len(table['variables'])} reads), {judged} judged"
+    return snapshots.write_or_check(table, args.output, args.check, said)
 
 
 def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[str]) -> dict[str, str]:
     """path -> text of every file at `commit` matching a pattern (fnmatch: * crosses folders), read in one batch."""
-    listing = _git(git_dir, "ls-tree", "-r", "--name-only", commit).decode().splitlines()
+    listing = snapshots.git(git_dir, "ls-tree", "-r", "--name-only", commit).decode().splitlines()
     wanted = [p for p in listing if any(fnmatch.fnmatch(p, g) for g in patterns) and not exclude.search(p)]
     if not wanted:
         return {}
-    batch = _git(git_dir, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in wanted).encode())
+    batch = snapshots.git(git_dir, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in wanted).encode())
     texts, at = {}, 0
     for path in wanted:
         header_end = batch.index(b"\n", at)
@@ -92,7 +63,7 @@ def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[
     return texts
 
 
-def generate(sources: dict[str, Any], snapshots: Path) -> dict[str, Any]:
+def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
     from jax_rocm7_build.progress import BuildError
     from jax_rocm7_build.stack_variables_gen import MECHANISMS
 
@@ -100,9 +71,9 @@ def generate(sources: dict[str, Any], snapshots: Path) -> dict[str, Any]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
     readers = []
     for reader in sources["readers"]:
-        git_dir = _git_dir(snapshots, reader["repo"])
+        git_dir = snapshots.git_dir(folder, reader["repo"])
         try:
-            _git(git_dir, "cat-file", "-e", f"{reader['commit']}^{{commit}}")
+            snapshots.git(git_dir, "cat-file", "-e", f"{reader['commit']}^{{commit}}")
         except BuildError:
             raise BuildError(f"{reader['repo']}: commit {reader['commit']} is not in {git_dir}") from None
         readers.append({"reader": reader["reader"], "repo": reader["repo"], "commit": reader["commit"]})

@@ -38,19 +38,25 @@ def test_it_never_waits_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     assert preflight.LINGER_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS + 1.0, waited
 
 
-def test_a_coordinator_that_came_up_between_two_polls_counts_as_answered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The join failed moments after process 0 came up: the probe's last poll was before it. CI met it as "nothing
-    answered" beside process 0's report that this process had joined."""
-    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)  # the thread polls once, then waits past the test
-    polled = threading.Event()
+@pytest.fixture
+def polled(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once the probe's thread has polled (its one poll: POLL_SECONDS is made longer than the test)."""
+    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)
+    event = threading.Event()
     original = preflight._CoordinatorProbe._answers
 
     def recorded(self: preflight._CoordinatorProbe) -> bool:
         answer = original(self)
-        polled.set()
+        event.set()
         return answer
 
     monkeypatch.setattr(preflight._CoordinatorProbe, "_answers", recorded)
+    return event
+
+
+def test_a_coordinator_that_came_up_between_two_polls_counts_as_answered(polled: threading.Event) -> None:
+    """The join failed moments after process 0 came up: the probe's last poll was before it. CI met it as "nothing
+    answered" beside process 0's report that this process had joined."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused
         probe = preflight._CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
@@ -69,19 +75,11 @@ def test_a_coordinator_that_never_came_up_is_not_answered() -> None:
         assert time.monotonic() - started < 3.0
 
 
-def test_the_preflight_asks_the_probe_once_more_when_its_join_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_preflight_asks_the_probe_once_more_when_its_join_fails(
+    polled: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The verdict of a failed join (`_Run._join_failure`) takes the probe's last word, not what its thread saw."""
-    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)
     monkeypatch.setattr(preflight, "LINGER_SECONDS", 0.5)  # the coordinator keeps answering: the bound ends it
-    polled = threading.Event()
-    original = preflight._CoordinatorProbe._answers
-
-    def recorded(self: preflight._CoordinatorProbe) -> bool:
-        answer = original(self)
-        polled.set()
-        return answer
-
-    monkeypatch.setattr(preflight._CoordinatorProbe, "_answers", recorded)
 
     class Link:
         def stderr_text(self) -> str:
