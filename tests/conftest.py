@@ -102,6 +102,18 @@ def upstream_library() -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    # xdist's workers each run this session fixture: one downloads, the others wait for it (they raced on one
+    # .partial file on a machine whose cache was empty).
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_file():
+            _download_upstream_library(target)
+    return target
+
+
+def _download_upstream_library(target: Path) -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -128,7 +140,6 @@ def upstream_library() -> Path:
             shutil.copyfileobj(source, sink, 16 * 1024 * 1024)
     partial.rename(target)
     wheels[0].unlink()
-    return target
 
 
 @pytest.fixture(scope="session")

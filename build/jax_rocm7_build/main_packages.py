@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from jax_rocm7_build import snapshots
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 
 NAME = "packages"
 HELP = "generate the map from ROCm libraries to the packages that ship them, from TheRock's package list"
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "build" / "package_sources.json"
-OUTPUT = REPO / "jax_rocm7_plugin" / "_policy" / "rocm_packages.json"
-POLICY = REPO / "jax_rocm7_plugin" / "_policy" / "rocm_policy.json"
+OUTPUT = REPO / PLUGIN_PACKAGE / "_policy" / "rocm_packages.json"
+POLICY = REPO / PLUGIN_PACKAGE / "_policy" / "rocm_policy.json"
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

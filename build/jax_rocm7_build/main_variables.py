@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from jax_rocm7_build import snapshots
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 
 NAME = "variables"
 HELP = "generate the table of environment variables the stack reads, from its sources at pinned commits"
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "build" / "stack_sources.json"
-OUTPUT = REPO / "jax_rocm7_plugin" / "_policy" / "stack_variables_generated.json"
+OUTPUT = REPO / PLUGIN_PACKAGE / "_policy" / "stack_variables_generated.json"
 PRECEDENCE = ("read",)  # a rule that judges beats "read" for the same variable and reader
 
 

@@ -220,7 +220,8 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
         )
     privileged = [why for g in gids if (why := privileged_group(g, names)) is not None]
     if privileged:
-        return _regroup_fix(state, nodes, names, privileged, identity.gids), (*evidence, *privileged), None
+        why = (*evidence[:-1], *privileged, evidence[-1])  # the process's own groups stay last
+        return _regroup_fix(state, nodes, names, privileged, identity.gids), why, None
     listed = " ".join(f"--group-add {g}" for g in gids)
     if OVERFLOW_ID in gids:
         fix = (

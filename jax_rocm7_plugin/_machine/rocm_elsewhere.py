@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin._findings import Finding, Remedy
 from jax_rocm7_plugin._machine import host_path
-from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 
 _RUNTIME = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")
@@ -145,7 +145,7 @@ def _pip_sites(root: Path, limit: int) -> Iterator[Elsewhere]:
         if not runtimes:
             continue
         distributions = _rocm_distributions(site)
-        core = next((v for n, v in distributions if n.lower() == "rocm-sdk-core"), None)
+        core = next((v for n, v in distributions if n.lower() == PIP_ROCM_DISTRIBUTION), None)
         yield Elsewhere(
             location=_machine(root, site / PIP_ROCM_PACKAGE),
             kind="pip",
@@ -325,7 +325,7 @@ def _pip_finding(finding: Finding, pip: Elsewhere, evidence: tuple[str, ...]) ->
     family = next(
         (r.split("==")[0][len("rocm-sdk-libraries-") :] for r in pip.requirements if "sdk-libraries-" in r), None
     )
-    wanted = " ".join(f'"{r}"' for r in pip.requirements) or f'"rocm-sdk-core=={pip.version}"'
+    wanted = " ".join(f'"{r}"' for r in pip.requirements) or f'"{PIP_ROCM_DISTRIBUTION}=={pip.version}"'
     index = f" --extra-index-url {PIP_INDEX.format(family=family)}" if family else ""
     summary = (
         f"ROCm {pip.version or pip.major} from pip is installed in another Python environment ({pip.location}), not in "
