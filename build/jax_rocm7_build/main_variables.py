@@ -96,6 +96,17 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
                     kept = found.get(key)
                     if kept is None or (kept["rule"] in PRECEDENCE and read.rule not in PRECEDENCE):
                         found[key] = entry
+    from jax_rocm7_build.stack_variables_gen import xla_flag_names
+
+    xla_flags = {}
+    for release in sources.get("xla_flags", []):
+        git_dir = snapshots.git_dir(folder, release["repo"])
+        texts = _files(git_dir, release["commit"], release["paths"], exclude)
+        if len(texts) != len(release["paths"]):
+            raise BuildError(f"{release['repo']} at {release['commit']}: not all of {release['paths']}")
+        names = sorted({n for text in texts.values() for n in xla_flag_names(text)})
+        where = f"https://github.com/{release['repo']}/blob/{release['commit']}/{release['paths'][0]}"
+        xla_flags[release["release"]] = {"source": where, "names": names}
     rules = {}
     for rule, spec in sources["rules"].items():
         where = spec.get("where")
@@ -110,5 +121,6 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
         ),
         "readers": readers,
         "rules": rules,
+        "xla_flags": xla_flags,
         "variables": sorted(found.values(), key=lambda v: (v["name"], v["reader"])),
     }

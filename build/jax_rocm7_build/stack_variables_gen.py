@@ -278,6 +278,14 @@ def python_constant(text: str) -> Iterator[Read]:
             yield Read(match.group(2), "read", _line(text, match.start()))
 
 
+_XLA_FLAG = re.compile(r"tsl::Flag\(\s*\"(\w+)\"")
+
+
+def xla_flag_names(text: str) -> list[str]:
+    """The names of the flags a source registers (tsl::Flag("name", ...)): what XLA_FLAGS may hold as --name."""
+    return sorted(set(_XLA_FLAG.findall(_code_lines(text))))
+
+
 MECHANISMS: dict[str, Callable[[str], Iterator[Read]]] = {
     "rocr-flag": rocr_flag,
     "rocr-getenv": rocr_getenv,

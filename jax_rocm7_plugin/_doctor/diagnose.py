@@ -80,7 +80,7 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
     found = _missing_package(facts, found)
     found.extend(_toolchain(facts, found))
     found.extend(invariants.mixed_rocm(facts))
-    found.extend(invariants.variable_findings(settings))
+    found.extend(invariants.variable_findings(settings, _release_or_none(facts)))
     found.extend(invariants.kernel_findings(facts))
     math, unserved = _math_libraries(facts)
     found = invariants.hide_unserved(facts, [*found, *math], {*unserved, *_uncovered(facts)})
@@ -135,6 +135,15 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
     told = refine(missing, search(settings.sysroot, known), settings.ld_library_path)
     return [told if f is missing else f for f in found]
+
+
+def _release_or_none(facts: Facts) -> str | None:
+    """The jax release of the PJRT library, where one was chosen (XLA_FLAGS' names are judged per release)."""
+    if facts.library is None:
+        return None
+    from jax_rocm7_plugin._pipeline import library_release
+
+    return library_release(facts)
 
 
 def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:

@@ -210,8 +210,9 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     return found
 
 
-def variable_findings(settings: Settings) -> list[Finding]:
-    """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant."""
+def variable_findings(settings: Settings, release: str | None = None) -> list[Finding]:
+    """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant;
+    `release`: the PJRT library's jax release, whose XLA knows the flags XLA_FLAGS may name."""
     from jax_rocm7_plugin._machine.named_things import missing, present
     from jax_rocm7_plugin._policy.stack_variables import problems
 
@@ -222,7 +223,7 @@ def variable_findings(settings: Settings) -> list[Finding]:
         what = missing(kind, value, settings.sysroot)
         return None if what is None else (what, present(kind, settings.sysroot))
 
-    for problem in problems(settings.environ or {}, here, in_job=in_job):
+    for problem in problems(settings.environ or {}, here, in_job=in_job, release=release):
         variable = problem.variable
         if problem.corrected is not None:
             fix = f"set {variable.name}={problem.corrected}"

@@ -181,22 +181,27 @@ _RANK = {"error": 0, "warning": 1, "info": 2}
 Missing = Callable[[str, str], "tuple[str, str | None] | None"]
 
 
-def problems(environ: Mapping[str, str], missing: Missing | None = None, *, in_job: bool = False) -> list[Problem]:
+def problems(
+    environ: Mapping[str, str], missing: Missing | None = None, *, in_job: bool = False, release: str | None = None
+) -> list[Problem]:
     """The problem of each variable of the tables that is set in `environ`, by name; where several readers read
     it, the most severe. `missing`: asks this machine whether what a value names is there (_machine/named_things);
-    `in_job`: a process of a multi-process job (a transport that cannot start is then an error, else a warning)."""
+    `in_job`: a process of a multi-process job (a transport that cannot start is then an error, else a warning);
+    `release`: the PJRT library's jax release, whose XLA's flag names XLA_FLAGS is checked against."""
     table = _by_name()
     found = []
     for name, value in listed(table, environ):
-        candidates = [p for v in table[name] if (p := _check(v, value, missing, in_job)) is not None]
+        candidates = [p for v in table[name] if (p := _check(v, value, missing, in_job, release)) is not None]
         if candidates:
             found.append(min(candidates, key=lambda p: _RANK[p.severity]))
     return found
 
 
-def _check(variable: StackVariable, value: str, missing: Missing | None, in_job: bool) -> Problem | None:
+def _check(
+    variable: StackVariable, value: str, missing: Missing | None, in_job: bool, release: str | None = None
+) -> Problem | None:
     if variable.kind == "xla-flags":
-        return _xla_flags(variable, value)
+        return _xla_flags(variable, value) or _xla_flag_names(variable, value, release)
     if variable.kind == "ignored":
         return Problem(variable, value, "is set", variable.malformed, variable.malformed_severity, None)
     if not value.strip():
@@ -282,6 +287,41 @@ def _xla_flags(variable: StackVariable, value: str) -> Problem | None:
         effect = f"XLA stops reading there: {' '.join(tokens[stop:])} is ignored"
         return Problem(variable, value, what, effect, "warning", corrected)
     return None
+
+
+@cache
+def xla_flag_names() -> dict[str, tuple[str, frozenset[str]]]:
+    """Per jax release: (where XLA registers them, the flag names its XLA_FLAGS may hold)."""
+    data = json.loads(GENERATED.read_text(encoding="utf-8"))
+    return {r: (v["source"], frozenset(v["names"])) for r, v in data.get("xla_flags", {}).items()}
+
+
+def _xla_flag_names(variable: StackVariable, value: str, release: str | None) -> Problem | None:
+    """Flags of XLA_FLAGS that the library's XLA does not register: XLA ends the process when the backend starts
+    ('Unknown flag(s) in XLA_FLAGS'). Judged only for a release whose XLA the table read."""
+    import difflib
+
+    known = xla_flag_names().get(release or "")
+    if known is None or not value.strip():
+        return None
+    source, names = known
+    unknown, corrected = [], []
+    for token in value.split():
+        if not token.startswith("--"):
+            break  # XLA stops reading there (said by the form check)
+        name, equals, rest = token[2:].partition("=")
+        if name in names or name.removeprefix("no") in names:
+            corrected.append(token)
+            continue
+        unknown.append(token)
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.85)
+        corrected.append(f"--{close[0]}{equals}{rest}" if close else "")
+    if not unknown:
+        return None
+    what = f"names {', '.join(unknown)}, which the XLA of jax {release}'s library does not know ({source})"
+    effect = f"XLA ends the process when the backend starts: 'Unknown flag(s) in XLA_FLAGS: {' '.join(unknown)}'"
+    fixed = " ".join(corrected) if all(corrected) else None
+    return Problem(variable, value, what, effect, "error", fixed)
 
 
 _YES, _NO = ("true", "yes", "on", "y", "t"), ("false", "no", "off", "n", "f")

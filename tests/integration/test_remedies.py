@@ -442,3 +442,19 @@ def test_the_widening_check_itself(fix: str, widens: bool) -> None:
     from jax_rocm7_plugin._policy.access_policy import widening
 
     assert (widening(fix) is not None) == widens, widening(fix)
+
+
+def test_an_xla_flag_the_librarys_xla_does_not_know_is_named_with_the_one_meant(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XLA_FLAGS' names are judged against the flags the library's XLA registers (ROCm's XLA branch of jax 0.10.2,
+    read by `build.py variables`): a misspelt one ends the process at backend start."""
+    host = MI300X.but(environ={"XLA_FLAGS": "--xla_gpu_enable_latency_hiding_schedular=true"})
+    report = diagnose_host(host, "7.2.0", "0.10.2", tmp_path, build, monkeypatch)
+    (finding,) = [f for f in report.findings if f.id == "environment-variable-invalid"]
+    assert finding.severity == "error" and "Unknown flag(s) in XLA_FLAGS" in finding.summary
+    assert finding.fix == "set XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true"
+    assert_proven(finding)
+    # The same name on a release whose XLA the table did not read is not judged by name.
+    quiet = diagnose_host(host, ROCM, RELEASE, tmp_path / "later", build, monkeypatch)
+    assert "environment-variable-invalid" not in [f.id for f in quiet.findings]
