@@ -74,7 +74,11 @@ def test_rocm7_off_the_loader_path_is_named(tmp_path: Path, build: Path) -> None
     report = diagnose({}, root, library_of(build))
     # And 0.10.2's library looks for its bitcode under /opt/rocm (or ROCM_PATH), which is not there either.
     assert ids(report) == ["library-dependency-missing", "device-bitcode-missing"]
-    assert any(str(home / "lib") in e for e in finding(report, "library-dependency-missing").evidence)
+    missing = finding(report, "library-dependency-missing")
+    assert (home / "lib" / "libamdhip64.so.7").exists()
+    assert "/opt/rocm-7.2.0/lib/libamdhip64.so.7" in missing.evidence  # where it is, as the machine names it
+    assert "export LD_LIBRARY_PATH=/opt/rocm-7.2.0/lib" in missing.fix and "sudo ln -s /opt/rocm-7.2.0" in missing.fix
+    assert missing.remedy is not None and missing.remedy.checked is True, missing.remedy
     assert "HIP_DEVICE_LIB_PATH=/opt/rocm-7.2.0/amdgcn/bitcode" in finding(report, "device-bitcode-missing").fix
     assert diagnose({"LD_LIBRARY_PATH": "/opt/rocm-7.2.0/lib"}, root, library_of(build)).ok
 
