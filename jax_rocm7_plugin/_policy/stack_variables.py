@@ -83,30 +83,42 @@ def checked_elsewhere() -> frozenset[str]:
 
 
 @cache
+def _generated_data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(GENERATED.read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def _generated_by_name() -> dict[str, list[dict[str, Any]]]:
+    """The generated reads by name, as read (records are made only for the names a run meets: ~5 ms for all)."""
+    table: dict[str, list[dict[str, Any]]] = {}
+    for raw in _generated_data()["variables"]:
+        table.setdefault(raw["name"], []).append(raw)
+    return table
+
+
+def _generated_variable(raw: dict[str, Any]) -> StackVariable:
+    rule = _generated_data()["rules"][raw["rule"]]
+    return StackVariable(
+        name=raw["name"],
+        reader=raw["reader"],
+        kind=rule["kind"],
+        example=_example(rule["kind"], raw.get("values", ())),
+        empty=rule.get("empty"),
+        empty_severity=rule.get("empty_severity", "warning"),
+        malformed=rule["malformed"],
+        malformed_severity=rule["malformed_severity"],
+        values=tuple(raw.get("values", ())),
+        source=raw["source"],
+        rule_source=rule.get("source"),
+        default=raw.get("default"),
+    )
+
+
+@cache
 def generated() -> tuple[StackVariable, ...]:
     """Every read of stack_variables_generated.json as a variable with its reader's rule ("read": not judged)."""
-    data = json.loads(GENERATED.read_text(encoding="utf-8"))
-    rules = data["rules"]
-    found = []
-    for raw in data["variables"]:
-        rule = rules[raw["rule"]]
-        found.append(
-            StackVariable(
-                name=raw["name"],
-                reader=raw["reader"],
-                kind=rule["kind"],
-                example=_example(rule["kind"], raw.get("values", ())),
-                empty=rule.get("empty"),
-                empty_severity=rule.get("empty_severity", "warning"),
-                malformed=rule["malformed"],
-                malformed_severity=rule["malformed_severity"],
-                values=tuple(raw.get("values", ())),
-                source=raw["source"],
-                rule_source=rule.get("source"),
-                default=raw.get("default"),
-            )
-        )
-    return tuple(found)
+    return tuple(_generated_variable(raw) for raw in _generated_data()["variables"])
 
 
 def _example(kind: str, values: tuple[str, ...]) -> str:
@@ -126,11 +138,23 @@ def variables() -> tuple[StackVariable, ...]:
 
 
 @cache
-def _by_name() -> dict[str, tuple[StackVariable, ...]]:
+def _curated_by_name() -> dict[str, tuple[StackVariable, ...]]:
     table: dict[str, list[StackVariable]] = {}
-    for variable in variables():
+    for variable in curated():
         table.setdefault(variable.name, []).append(variable)
     return {name: tuple(entries) for name, entries in table.items()}
+
+
+def _names() -> set[str]:
+    return (set(_curated_by_name()) | set(_generated_by_name())) - (checked_elsewhere() - set(_curated_by_name()))
+
+
+def _entries(name: str) -> tuple[StackVariable, ...]:
+    """The curated entries of `name`, else its generated reads (as `variables()` orders them)."""
+    mine = _curated_by_name().get(name)
+    if mine is not None:
+        return mine
+    return tuple(_generated_variable(raw) for raw in _generated_by_name().get(name, ()))
 
 
 def coverage() -> dict[str, int]:
@@ -188,10 +212,9 @@ def problems(
     it, the most severe. `missing`: asks this machine whether what a value names is there (_machine/named_things);
     `in_job`: a process of a multi-process job (a transport that cannot start is then an error, else a warning);
     `release`: the PJRT library's jax release, whose XLA's flag names XLA_FLAGS is checked against."""
-    table = _by_name()
     found = []
-    for name, value in listed(table, environ):
-        candidates = [p for v in table[name] if (p := _check(v, value, missing, in_job, release)) is not None]
+    for name, value in listed(_names(), environ):
+        candidates = [p for v in _entries(name) if (p := _check(v, value, missing, in_job, release)) is not None]
         if candidates:
             found.append(min(candidates, key=lambda p: _RANK[p.severity]))
     return found
@@ -292,8 +315,7 @@ def _xla_flags(variable: StackVariable, value: str) -> Problem | None:
 @cache
 def xla_flag_names() -> dict[str, tuple[str, frozenset[str]]]:
     """Per jax release: (where XLA registers them, the flag names its XLA_FLAGS may hold)."""
-    data = json.loads(GENERATED.read_text(encoding="utf-8"))
-    return {r: (v["source"], frozenset(v["names"])) for r, v in data.get("xla_flags", {}).items()}
+    return {r: (v["source"], frozenset(v["names"])) for r, v in _generated_data().get("xla_flags", {}).items()}
 
 
 def _xla_flag_names(variable: StackVariable, value: str, release: str | None) -> Problem | None:
