@@ -30,6 +30,13 @@ if ! command -v llvm-mc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends llvm >/dev/null; }
 fi
 
+# rpm (Debian's, sqlite backend) records a package in a machine's rpm database for the doctor's search of ROCm that a
+# package database lists (tests/integration/test_rocm_elsewhere.py).
+if ! command -v rpmbuild >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get install -y -q --no-install-recommends rpm >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends rpm >/dev/null; }
+fi
+
 # Real launchers for the multi-process tests (tests/e2e/test_launchers.py): Debian's Slurm (slurmctld, slurmd,
 # slurm-client, munge; the tests start a one-node cluster of their own) and Open MPI 4 (openmpi-bin: the release
 # whose variables jax's Open MPI detection reads). As root only; under CI=true a missing one fails those tests.

@@ -225,10 +225,16 @@ def _rpm(root: Path, max_packages: int) -> Iterator[Elsewhere]:
         return
     import sqlite3
 
-    try:
-        with sqlite3.connect(f"file:{database}?mode=ro&immutable=1", uri=True) as connection:
-            rows = connection.execute("SELECT blob FROM Packages LIMIT ?", (max_packages,)).fetchall()
-    except sqlite3.Error:
+    rows = None
+    # Read-only, with rpm's write-ahead log; where this user cannot open that (no -shm to share), the file as it is.
+    for options in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            with sqlite3.connect(f"file:{database}?{options}", uri=True) as connection:
+                rows = connection.execute("SELECT blob FROM Packages LIMIT ?", (max_packages,)).fetchall()
+            break
+        except sqlite3.Error:
+            continue
+    if rows is None:
         return
     for (blob,) in rows:
         if not isinstance(blob, bytes) or HIP_RUNTIME_PREFIX.encode() not in blob:

@@ -118,3 +118,45 @@ def test_the_rpm_header_reader_on_a_damaged_blob_reads_what_it_can() -> None:
     for cut in (0, 7, 20, len(blob) // 2, len(blob) - 1):
         assert rpm_files(rpm_header(blob[:cut])) == []  # a short blob is no package, never an exception
     assert rpm_header(b"\x7f\xff\xff\xff\x00\x00\x00\x10" + b"\0" * 16) == {}
+
+
+RPM_SPEC = """Name: hip-runtime-amd
+Version: 7.14.0
+Release: 1
+Summary: test fixture (a package whose one file is where AMD's HIP runtime package puts it)
+License: MIT
+BuildArch: noarch
+%description
+test fixture
+%install
+mkdir -p %{buildroot}/opt/rocm-7.14.0/lib
+echo stand-in > %{buildroot}/opt/rocm-7.14.0/lib/libamdhip64.so.7
+%files
+/opt/rocm-7.14.0/lib/libamdhip64.so.7
+"""
+
+
+def test_a_real_rpm_database_names_the_package_whose_runtime_the_disk_lost(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rpm itself (Debian's rpm 4.18, sqlite backend) builds a package and records it in the machine's database
+    (--justdb: the file itself is never written, as after a deletion): the doctor reads rpm's own header."""
+    import os
+    import subprocess
+
+    from tests.support.environment import require
+
+    require(shutil.which("rpmbuild") is not None, "Debian's rpm package (rpm, rpmbuild)")
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    (tmp_path / "t.spec").write_text(RPM_SPEC)
+    top = tmp_path / "rpmbuild"
+    subprocess.run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {top}", str(tmp_path / "t.spec")], check=True)
+    (package,) = (top / "RPMS" / "noarch").glob("*.rpm")
+    rpm = ["rpm", "--root", str(root), "--dbpath", "/var/lib/rpm"]
+    quiet = {**os.environ, "LC_ALL": "C"}
+    subprocess.run([*rpm, "--initdb"], check=True, env=quiet)
+    subprocess.run([*rpm, "-i", "--justdb", "--nodeps", "--noscripts", str(package)], check=True, capture_output=True)
+    assert (root / "var" / "lib" / "rpm" / "rpmdb.sqlite").is_file()
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.fix == "reinstall the package: sudo dnf reinstall hip-runtime-amd"  # type: ignore[attr-defined]

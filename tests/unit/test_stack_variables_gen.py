@@ -195,7 +195,10 @@ def test_the_committed_table_is_what_the_sources_give() -> None:
 def test_xla_flag_names_from_their_registrations() -> None:
     from jax_rocm7_build.stack_variables_gen import xla_flag_names
 
-    text = 'flag_list->push_back(tsl::Flag(\n    "xla_one", setter, 1, "help"));\n// tsl::Flag("xla_gone", x)\ntsl::Flag("xla_two", y);\n'
+    text = (
+        'flag_list->push_back(tsl::Flag(\n    "xla_one", setter, 1, "help"));\n'
+        '// tsl::Flag("xla_gone", x)\ntsl::Flag("xla_two", y);\n'
+    )
     assert xla_flag_names(text) == ["xla_one", "xla_two"]
     table = json.loads(main_variables.OUTPUT.read_text())
     assert {"0.10.2", "0.11.0", "0.11.1"} <= set(table["xla_flags"])
