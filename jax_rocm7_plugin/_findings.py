@@ -35,6 +35,8 @@ FindingId = Literal[
     "gpu-arch-not-in-library",
     "hsa-override-gfx-version",
     "rocm-not-found",
+    "transport-slower-than-fabric",
+    "transport-not-found",
     "rocm-major-mismatch",
     "rocm-older-than-library",
     "rocm-path-mismatch",
@@ -470,6 +472,19 @@ _INSTALL_ROCM = (
     f"install {ROCM}: AMD's packages (https://rocm.docs.amd.com, amdgpu-install --usecase=rocm) into /opt/rocm, "
     f"or ROCm from pip: pip install {_PIP_ROCM}"
 )
+
+
+def transport_slower_than_fabric(
+    severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
+    """RCCL would carry traffic between hosts over TCP sockets where this machine has an RDMA fabric or Slingshot
+    (_machine/transport.py): collectives across hosts run at a fraction of the fabric's speed."""
+    return Finding("transport-slower-than-fabric", severity, summary, fix, evidence, remedy=remedy)
+
+
+def transport_not_found(summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None) -> Finding:
+    """NCCL_NET names a network RCCL does not have here: it fails to create the communicator."""
+    return Finding("transport-not-found", "error", summary, fix, evidence, remedy=remedy)
 
 
 def rocm_not_found(evidence: tuple[str, ...]) -> Finding:

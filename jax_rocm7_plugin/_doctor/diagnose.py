@@ -82,6 +82,7 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
     found.extend(invariants.mixed_rocm(facts))
     found.extend(invariants.variable_findings(settings, _release_or_none(facts)))
     found.extend(invariants.kernel_findings(facts))
+    found.extend(_transport(facts))
     math, unserved = _math_libraries(facts)
     found = invariants.hide_unserved(facts, [*found, *math], {*unserved, *_uncovered(facts)})
     found = invariants.unneeded_override(facts, found)
@@ -135,6 +136,61 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
     told = refine(missing, search(settings.sysroot, known), settings.ld_library_path)
     return [told if f is missing else f for f in found]
+
+
+def _transport(facts: Facts) -> list[Finding]:
+    """The transport RCCL would use between hosts against the fastest this machine has (_machine/transport.py): a
+    gap is a warning in a job across hosts (a launcher says so), info on one host; NCCL_NET naming a network that is
+    not here is an error wherever RCCL starts."""
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._findings import Remedy
+    from jax_rocm7_plugin._machine.fabric import read_fabric
+    from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, search_dirs
+    from jax_rocm7_plugin._machine.network import interfaces
+    from jax_rocm7_plugin._machine.transport import predict, verbs_node_usable
+
+    settings = facts.settings
+    root = settings.sysroot
+    fabric = read_fabric(root)
+    if not fabric.ports and not fabric.cxi_devices and _environment.read("NCCL_NET", settings.environ or {}) is None:
+        return []  # no fabric and nothing asked of it: sockets are all this machine has
+    dirs = search_dirs(settings.ld_library_path, ld_so_conf_dirs(root))
+    if facts.runtime is not None:
+        dirs += [str(d) for i in facts.runtime.installs for d in i.library_dirs]
+
+    def resolve(name: str) -> Path | None:
+        if "/" in name:
+            return Path(name) if (root / name.lstrip("/")).is_file() else None
+        for directory in dirs:
+            candidate = Path(directory) if Path(directory).is_relative_to(root) else root / directory.lstrip("/")
+            if (candidate / name).exists():
+                return candidate / name
+        return None
+
+    environ = dict(_environment.matching(("NCCL_", "RCCL_"), settings.environ or {}))
+    verdict = predict(fabric, interfaces(root), environ, resolve, lambda node: verbs_node_usable(root, node))
+    evidence = (
+        f"RCCL would use: {verdict.said()}",
+        f"the fastest this machine has: {verdict.fastest or 'none'}",
+        *verdict.reasons,
+    )
+    remedy = (
+        Remedy(environment=(*((n, None) for n in verdict.unset), *verdict.setting))
+        if verdict.unset or verdict.setting
+        else None
+    )
+    fix = "; ".join(verdict.steps) or "nothing this doctor can name: read RCCL's NCCL_DEBUG=INFO lines (INIT,NET)"
+    if verdict.chosen == "none":
+        summary = f"{verdict.reasons[0]}: RCCL fails to create its communicator"
+        return [catalog.transport_not_found(summary, fix, evidence, remedy)]
+    if not verdict.slower:
+        return []
+    across = settings.job_hosts is not None and settings.job_hosts > 1
+    summary = (
+        f"RCCL would carry traffic between hosts over {verdict.said()}, though this machine has "
+        f"{verdict.fastest}: {verdict.reasons[0] if verdict.reasons else 'no usable RDMA port'}"
+    )
+    return [catalog.transport_slower_than_fabric("warning" if across else "info", summary, fix, evidence, remedy)]
 
 
 def _release_or_none(facts: Facts) -> str | None:

@@ -144,6 +144,8 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "hip-probe-failed": "doctor --deep only",
     "first-jit-failed": "doctor --deep only: a jitted program runs in a child (test_first_jit.py)",
     "math-library-gpu-unsupported": "doctor only: the math libraries' kernel files (test_gpu_kernels.py)",
+    "transport-not-found": "doctor only: RCCL's network, judged from the fabric's files (test_transport.py)",
+    "transport-slower-than-fabric": "doctor only: RCCL's network against the fabric (test_transport.py)",
     "runtime-library-missing": "doctor only: libraries the runtime opens by name (test_opened_libraries.py)",
     "rocm-client-failed": "the loader's, when the client fails to start in a multi-process job (test_job_check.py)",
     "loader-internal-error": "raised by an unforeseen exception, not by a check",

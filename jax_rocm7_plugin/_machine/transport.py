@@ -1,0 +1,210 @@
+"""Which network RCCL will carry traffic between hosts over, on this machine as it is set, and the fastest it has.
+
+RCCL (2.21.5, the line ROCm 7's is built from: src/net.cc, src/transport/net_ib.cc, src/misc/socket.cc at the commit
+_policy/stack_variables_generated.json cites) tries, in order, a net plugin, its InfiniBand/RoCE transport, then TCP
+sockets, and takes the first that has a device:
+- the plugin: NCCL_NET_PLUGIN as given, then librccl-net-<value>.so; unset, librccl-net.so; by the dynamic loader's
+  search (aws-ofi-rccl for Slingshot and EFA, librccl-anp.so for AMD's AI NICs);
+- IB: off with NCCL_IB_DISABLE; needs libibverbs.so[.1] (dlopen), an IP interface for its out-of-band exchange, and
+  ports whose state is ACTIVE with an InfiniBand or Ethernet (RoCE) link layer, filtered by NCCL_IB_HCA; each device is
+  opened through /dev/infiniband;
+- sockets otherwise, over NCCL_SOCKET_IFNAME's interfaces (by default ib*, else any but docker* and lo).
+NCCL_NET names the one to use: where it names one that has no device, RCCL fails to create the communicator.
+
+Pure functions over the fabric (_machine/fabric.py), the interfaces (_machine/network.py), the environment and a
+resolver of library names (the dynamic loader's search as the doctor reproduces it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from jax_rocm7_plugin._environment import read
+from jax_rocm7_plugin._machine.fabric import Fabric, RdmaPort
+from jax_rocm7_plugin._machine.network import Interface
+from jax_rocm7_plugin._record import NamedTuple
+
+VERBS_SONAMES = ("libibverbs.so", "libibverbs.so.1")
+DEFAULT_PLUGIN = "librccl-net.so"
+# RCCL 2.21.5 tries librccl-net.so; ROCm 7.2's RCCL looks for NCCL's name (ROCm/rocm-systems#4001): either counts.
+DEFAULT_PLUGINS = (DEFAULT_PLUGIN, "libnccl-net.so")
+_IB_LINK_LAYERS = ("InfiniBand", "Ethernet")
+
+
+class Transport(NamedTuple):
+    chosen: str  # "IB", "RoCE", "Socket", "plugin" (a net plugin), or "none" (NCCL_NET names what is not there)
+    over: tuple[str, ...]  # the ports, interfaces or plugin file it would use
+    fastest: str | None  # the fastest way between hosts this machine has, in words ("mlx5_0:1 (InfiniBand, 400 Gb/s)")
+    fastest_kind: str | None  # IB, RoCE, Slingshot, EFA, Socket
+    reasons: tuple[str, ...]  # why not a faster one, each a fact of this machine
+    steps: tuple[str, ...]  # what closes the gap, most direct first
+    unset: tuple[str, ...] = ()  # variables whose unsetting closes it (a change the doctor can check)
+    setting: tuple[tuple[str, str], ...] = ()  # variables whose value closes it
+
+    @property
+    def slower(self) -> bool:
+        """It will use sockets (or nothing) where the machine has an RDMA fabric or Slingshot."""
+        return self.chosen in ("Socket", "none") and self.fastest_kind not in (None, "Socket")
+
+    def said(self) -> str:
+        where = f" over {', '.join(self.over)}" if self.over else ""
+        return {"plugin": "a net plugin", "none": "no network"}.get(self.chosen, self.chosen) + where
+
+
+def _split(value: str) -> tuple[bool, bool, list[tuple[str, int | None]]]:
+    """RCCL's list grammar (src/misc/utils.cc): '^' excludes, '=' matches exactly, entries 'name[:port]'."""
+    text = value.strip()
+    exclude = text.startswith("^")
+    text = text.lstrip("^")
+    exact = text.startswith("=")
+    entries = []
+    for entry in filter(None, (e.strip() for e in text.lstrip("=").split(","))):
+        name, _, port = entry.partition(":")
+        entries.append((name, int(port) if port.isdigit() else None))
+    return exclude, exact, entries
+
+
+def matches(value: str | None, name: str, port: int | None = None) -> bool:
+    """Whether `name` (port `port`) passes an NCCL_IB_HCA / NCCL_SOCKET_IFNAME list (None or empty: everything)."""
+    if not value or not value.strip():
+        return True
+    exclude, exact, entries = _split(value)
+    hit = any(
+        (name == n if exact else name.startswith(n)) and (p is None or port is None or p == port) for n, p in entries
+    )
+    return hit != exclude
+
+
+def _socket_interfaces(interfaces: Sequence[Interface], value: str | None) -> list[str]:
+    """The interfaces RCCL's sockets would use: NCCL_SOCKET_IFNAME's, else ib*, else any but docker* and lo."""
+    addressed = [i.name for i in interfaces if i.addresses or i.up]
+    if value and len(value.strip()) > 1:
+        return [n for n in addressed if matches(value, n)]
+    for rule in ("ib", "^docker,lo", "docker", "lo"):
+        chosen = [n for n in addressed if matches(rule, n)]
+        if chosen:
+            return chosen
+    return []
+
+
+def _rate(port: RdmaPort) -> str:
+    return f"{port.rate_gbps:g} Gb/s" if port.rate_gbps else "rate unknown"
+
+
+def predict(
+    fabric: Fabric,
+    interfaces: Sequence[Interface],
+    environ: Mapping[str, str],
+    resolve: Callable[[str], Path | None],
+    verbs_usable: Callable[[str], bool],
+) -> Transport:
+    """The transport RCCL would choose between hosts, and the fastest this machine has. `resolve`: where the dynamic
+    loader finds a library name (None: not found); `verbs_usable`: whether this process can open a verbs node."""
+    net = (read("NCCL_NET", environ) or "").strip()
+    plugin_value = (read("NCCL_NET_PLUGIN", environ) or "").strip()
+    names = [plugin_value, f"librccl-net-{plugin_value}.so"] if plugin_value else list(DEFAULT_PLUGINS)
+    plugin = next((found for n in names if (found := resolve(n)) is not None), None)
+    efa = [p for p in fabric.ports if p.device.startswith("efa") and p.active]
+    ib_ports = [p for p in fabric.ports if p.active and p.link_layer in _IB_LINK_LAYERS]
+    fastest_port = max(ib_ports, key=lambda p: p.rate_gbps or 0.0, default=None)
+    if fabric.cxi_devices:
+        fastest, kind = f"Slingshot ({', '.join(fabric.cxi_devices)}), through a libfabric net plugin", "Slingshot"
+    elif fastest_port is not None:
+        fastest, kind = f"{fastest_port.name} ({fastest_port.kind}, {_rate(fastest_port)})", fastest_port.kind
+    elif efa:
+        fastest, kind = f"EFA ({', '.join(p.name for p in efa)}), through a libfabric net plugin", "EFA"
+    else:
+        fastest, kind = None, None
+    sockets = _socket_interfaces(interfaces, read("NCCL_SOCKET_IFNAME", environ))
+    if fastest is None:
+        fastest, kind = (f"TCP sockets ({', '.join(sockets)})", "Socket") if sockets else (None, None)
+
+    reasons: list[str] = []
+    steps: list[str] = []
+    unset: list[str] = []
+    setting: list[tuple[str, str]] = []
+    # 1. A net plugin with devices wins (RCCL does not say which devices a plugin has: its presence is the fact).
+    if plugin is not None and net.lower() not in ("ib", "socket"):
+        return Transport("plugin", (str(plugin),), fastest, kind, (), ())
+    if plugin is None and kind in ("Slingshot", "EFA"):
+        reasons.append(f"no net plugin is on the dynamic loader's path ({' or '.join(names)})")
+        steps.append(
+            f"put the libfabric net plugin (aws-ofi-rccl: {DEFAULT_PLUGIN}) on the loader's path: load your site's "
+            "module for it, or add its lib folder to LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN to its file; and "
+            "NCCL_NET=OFI, so that a missing plugin stops the job instead of falling back to sockets"
+        )
+    # 2. RCCL's InfiniBand/RoCE transport.
+    ib_on = True
+    disabled = (read("NCCL_IB_DISABLE", environ) or "").strip()
+    if disabled and disabled not in ("0",):
+        ib_on = False
+        reasons.append(f"NCCL_IB_DISABLE={disabled} turns RCCL's InfiniBand/RoCE transport off")
+        unset.append("NCCL_IB_DISABLE")
+        steps.append("unset NCCL_IB_DISABLE")
+    verbs = next((found for n in VERBS_SONAMES if (found := resolve(n)) is not None), None)
+    if ib_ports and verbs is None:
+        ib_on = False
+        reasons.append("libibverbs.so.1 is not on the dynamic loader's path (RCCL opens it to use RDMA)")
+        steps.append(
+            "install rdma-core's verbs library (Debian/Ubuntu: libibverbs1; RHEL: libibverbs; SUSE: libibverbs1)"
+        )
+    hca = read("NCCL_IB_HCA", environ)
+    selected = [p for p in ib_ports if matches(hca, p.device, p.port)]
+    if ib_ports and not selected:
+        ib_on = False
+        reasons.append(f"NCCL_IB_HCA={hca} selects none of the active ports ({', '.join(p.name for p in ib_ports)})")
+        setting.append(("NCCL_IB_HCA", ",".join(dict.fromkeys(p.device for p in ib_ports))))
+        steps.append(f"set NCCL_IB_HCA={setting[-1][1]} (or unset it)")
+    nodes = [n for n in fabric.verbs_nodes if n.startswith("uverbs")]
+    if selected and not nodes:
+        ib_on = False
+        reasons.append(
+            "/dev/infiniband has no uverbs node: RCCL cannot open the RDMA devices (a container without them?)"
+        )
+        steps.append(
+            "pass the RDMA devices into the container (docker run --device=/dev/infiniband; Kubernetes: an RDMA "
+            "device plugin)"
+        )
+    elif selected and not any(verbs_usable(n) for n in nodes):
+        ib_on = False
+        reasons.append(f"this process cannot open /dev/infiniband/{nodes[0]} for reading and writing")
+        steps.append("give the uverbs nodes back the mode rdma-core's udev rules give them, or this user their group")
+    if ib_on and selected:
+        used = tuple(p.name for p in selected)
+        chosen = "RoCE" if all(p.kind == "RoCE" for p in selected) else "IB"
+        if net and net.lower() not in ("ib",):
+            if net.lower() == "socket":
+                return Transport("Socket", tuple(sockets), fastest, kind, (f"NCCL_NET={net} chooses sockets",),
+                                 ("unset NCCL_NET",), ("NCCL_NET",))  # fmt: skip
+            return _not_found(net, fastest, kind, sockets)
+        return Transport(chosen, used, fastest, kind, (), ())
+    if net and net.lower() != "socket":
+        return _not_found(net, fastest, kind, sockets, reasons, steps)
+    return Transport(
+        "Socket", tuple(sockets), fastest, kind, tuple(reasons), tuple(steps), tuple(unset), tuple(setting)
+    )
+
+
+def _not_found(
+    net: str,
+    fastest: str | None,
+    kind: str | None,
+    sockets: list[str],
+    reasons: Sequence[str] = (),
+    steps: Sequence[str] = (),
+) -> Transport:
+    why = (f"NCCL_NET={net} names a network RCCL does not have here ('Error: network {net} not found')", *reasons)
+    return Transport("none", (), fastest, kind, why, (*steps, "unset NCCL_NET"), ("NCCL_NET",))
+
+
+def verbs_node_usable(root: Path, node: str) -> bool:
+    """Whether this process may open /dev/infiniband/<node> for reading and writing (its mode, owner, groups)."""
+    from jax_rocm7_plugin._machine import host_path
+
+    path = host_path(root, f"/dev/infiniband/{node}")
+    try:
+        return os.access(path, os.R_OK | os.W_OK)
+    except OSError:
+        return False

@@ -1,0 +1,162 @@
+"""The network RCCL would use between hosts, against the fastest the machine has: healthy InfiniBand, RoCE and
+Slingshot nodes and a node without a fabric say nothing; each broken prerequisite is named with its step, beside its
+nearest healthy neighbour.
+
+Machines are the healthy 8 x MI300X of tests/support/fleet.py with their fabric's files written in the kernel's
+documented formats (tests/support/fabric.py); libraries RCCL opens by name (libibverbs, the net plugin) are empty
+stand-ins in the loader's folders (RCCL's choice depends on whether the loader finds them, which is what is read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.transport import matches
+from tests.support.fabric import Device, Port, write_fabric, write_interfaces, write_slingshot
+from tests.support.fleet import HEALTHY, build_host
+from tests.support.inprocess import doctor
+
+IB = tuple(Device(f"mlx5_{i}", pci=f"0000:{0x0C + i:02x}:00.0") for i in range(8))
+ROCE = tuple(
+    Device(f"bnxt_re{i}", (Port(link_layer="Ethernet", roce_v2=True, rate_gbps=400.0, netdev=f"ens{i}np0"),))
+    for i in range(8)
+)
+JOB = {"SLURM_JOB_NUM_NODES": "2"}
+LIB = "usr/lib/x86_64-linux-gnu"
+
+
+def _node(
+    tmp_path: Path,
+    build: Path,
+    mp: pytest.MonkeyPatch,
+    devices: tuple[Device, ...] = (),
+    *,
+    environ: dict[str, str] | None = None,
+    verbs_library: bool = True,
+    verbs_nodes: bool = True,
+    slingshot: bool = False,
+    plugin: str | None = None,
+) -> Report:
+    root, env, library = build_host(HEALTHY[0].but(environ={**JOB, **(environ or {})}), "7.14.0", tmp_path, build, mp)
+    write_interfaces(root, ("lo", "eth0", "docker0"))
+    write_fabric(root, devices, verbs=verbs_nodes)
+    if slingshot:
+        write_slingshot(root)
+    (root / LIB).mkdir(parents=True, exist_ok=True)
+    if verbs_library:
+        (root / LIB / "libibverbs.so.1").write_bytes(b"")
+    if plugin is not None:
+        folder = root / "opt" / "aws-ofi-rccl" / "lib"
+        folder.mkdir(parents=True)
+        (folder / plugin).write_bytes(b"")
+    return doctor(env, root, library)
+
+
+def transport(report: Report) -> list[Finding]:
+    return [f for f in report.findings if f.id.startswith("transport-")]
+
+
+@pytest.mark.parametrize(
+    ("name", "devices", "options"),
+    [
+        ("InfiniBand", IB, {}),
+        ("RoCE", ROCE, {}),
+        ("Slingshot with aws-ofi-rccl", (), {"slingshot": True, "plugin": "librccl-net.so",
+                                             "environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib"}}),
+        ("no fabric", (), {"verbs_library": False, "verbs_nodes": False}),
+        ("Slingshot, NCCL_NET=OFI and the plugin", (), {"slingshot": True, "plugin": "librccl-net.so",
+                                                        "environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib",
+                                                                    "NCCL_NET": "OFI"}}),
+    ],
+)  # fmt: skip
+def test_healthy_nodes_say_nothing(
+    name: str, devices: tuple[Device, ...], options: dict[str, object], tmp_path: Path, build: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    report = _node(tmp_path, build, monkeypatch, devices, **options)  # type: ignore[arg-type]
+    assert transport(report) == [], [f.sentence() for f in transport(report)]
+    assert report.ok
+
+
+def _gap(report: Report) -> Finding:
+    (finding,) = transport(report)
+    assert finding.id == "transport-slower-than-fabric" and finding.severity == "warning", finding
+    assert "over Socket over eth0" in finding.summary and "mlx5_0:1 (InfiniBand, 400 Gb/s)" in finding.summary
+    return finding
+
+
+def test_no_verbs_library_falls_back_to_sockets(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    finding = _gap(_node(tmp_path, build, monkeypatch, IB, verbs_library=False))
+    assert "libibverbs.so.1 is not on the dynamic loader's path" in finding.summary
+    assert "libibverbs1" in finding.fix and finding.remedy is None  # a package: not a change the doctor can make
+
+
+def test_ib_disabled_is_named_and_its_unsetting_checked(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finding = _gap(_node(tmp_path, build, monkeypatch, IB, environ={"NCCL_IB_DISABLE": "1"}))
+    assert "NCCL_IB_DISABLE=1" in finding.summary and finding.fix == "unset NCCL_IB_DISABLE"
+    assert finding.remedy is not None and finding.remedy.checked is True, finding.remedy
+
+
+def test_an_hca_list_that_selects_no_port_gets_the_ports_here(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _node(tmp_path, build, monkeypatch, IB, environ={"NCCL_IB_HCA": "=mlx5_9"})
+    finding = _gap(report)
+    assert "selects none of the active ports" in finding.summary
+    assert finding.remedy is not None and finding.remedy.checked is True, finding.remedy
+    assert dict(finding.remedy.environment)["NCCL_IB_HCA"].startswith("mlx5_0,mlx5_1")
+
+
+def test_a_container_without_the_rdma_devices_is_told_to_pass_them(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finding = _gap(_node(tmp_path, build, monkeypatch, IB, verbs_nodes=False))
+    assert "/dev/infiniband has no uverbs node" in finding.summary and "--device=/dev/infiniband" in finding.fix
+
+
+def test_slingshot_without_its_plugin_falls_back_to_sockets(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _node(tmp_path, build, monkeypatch, slingshot=True)
+    (finding,) = transport(report)
+    assert finding.severity == "warning" and "Slingshot (cxi0, cxi1, cxi2, cxi3)" in finding.summary
+    assert "no net plugin is on the dynamic loader's path (librccl-net.so or libnccl-net.so)" in finding.summary
+    assert "aws-ofi-rccl" in finding.fix and "NCCL_NET=OFI" in finding.fix
+
+
+def test_one_host_alone_is_told_at_info(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _node(tmp_path, build, monkeypatch, IB, environ={"SLURM_JOB_NUM_NODES": "1", "NCCL_IB_DISABLE": "1"})
+    (finding,) = transport(report)
+    assert finding.severity == "info"
+
+
+def test_nccl_net_naming_a_network_not_here_is_an_error(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _node(tmp_path, build, monkeypatch, (), environ={"NCCL_NET": "IB"})
+    (finding,) = transport(report)
+    assert finding.id == "transport-not-found" and finding.severity == "error" and not report.ok
+    assert "'Error: network IB not found'" in finding.summary
+    assert finding.remedy is not None and finding.remedy.checked is True, finding.remedy
+
+
+@pytest.mark.parametrize(
+    ("value", "name", "port", "expected"),
+    [
+        (None, "mlx5_0", 1, True),
+        ("mlx5_1", "mlx5_10", 1, True),  # a prefix, as RCCL matches it
+        ("=mlx5_1", "mlx5_10", 1, False),
+        ("^mlx5_1", "mlx5_0", 1, True),
+        ("^mlx5_1", "mlx5_1", 1, False),
+        ("mlx5_0:2", "mlx5_0", 1, False),
+        ("mlx5_0:1,bnxt", "bnxt_re3", 1, True),
+    ],
+)
+def test_rccls_list_grammar(value: str | None, name: str, port: int, expected: bool) -> None:
+    assert matches(value, name, port) is expected
