@@ -144,31 +144,13 @@ def _transport(facts: Facts) -> list[Finding]:
     not here is an error wherever RCCL starts."""
     from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._findings import Remedy
-    from jax_rocm7_plugin._machine.fabric import read_fabric
-    from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, search_dirs
-    from jax_rocm7_plugin._machine.network import interfaces
-    from jax_rocm7_plugin._machine.transport import predict, verbs_node_usable
+    from jax_rocm7_plugin._machine.transport import read_transport
 
     settings = facts.settings
-    root = settings.sysroot
-    fabric = read_fabric(root)
-    if not fabric.ports and not fabric.cxi_devices and _environment.read("NCCL_NET", settings.environ or {}) is None:
+    installs = facts.runtime.installs if facts.runtime is not None else []
+    verdict = read_transport(settings, [d for i in installs for d in i.library_dirs])
+    if verdict is None:
         return []  # no fabric and nothing asked of it: sockets are all this machine has
-    dirs = search_dirs(settings.ld_library_path, ld_so_conf_dirs(root))
-    if facts.runtime is not None:
-        dirs += [str(d) for i in facts.runtime.installs for d in i.library_dirs]
-
-    def resolve(name: str) -> Path | None:
-        if "/" in name:
-            return Path(name) if (root / name.lstrip("/")).is_file() else None
-        for directory in dirs:
-            candidate = Path(directory) if Path(directory).is_relative_to(root) else root / directory.lstrip("/")
-            if (candidate / name).exists():
-                return candidate / name
-        return None
-
-    environ = dict(_environment.matching(("NCCL_", "RCCL_"), settings.environ or {}))
-    verdict = predict(fabric, interfaces(root), environ, resolve, lambda node: verbs_node_usable(root, node))
     evidence = (
         f"RCCL would use: {verdict.said()}",
         f"the fastest this machine has: {verdict.fastest or 'none'}",

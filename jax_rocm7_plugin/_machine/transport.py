@@ -20,11 +20,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._machine.fabric import Fabric, RdmaPort
 from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._record import NamedTuple
+
+if TYPE_CHECKING:
+    from jax_rocm7_plugin._settings import Settings
 
 VERBS_SONAMES = ("libibverbs.so", "libibverbs.so.1")
 DEFAULT_PLUGIN = "librccl-net.so"
@@ -208,3 +212,29 @@ def verbs_node_usable(root: Path, node: str) -> bool:
         return os.access(path, os.R_OK | os.W_OK)
     except OSError:
         return False
+
+
+def read_transport(settings: Settings, library_dirs: Sequence[Path] = ()) -> Transport | None:
+    """The transport of this machine as `settings` read it (None: no fabric and nothing asked of one). The dynamic
+    loader's search is LD_LIBRARY_PATH, ld.so.conf and the default folders, plus `library_dirs` (the ROCm install's,
+    which RCCL's own RUNPATH names)."""
+    from jax_rocm7_plugin import _environment
+    from jax_rocm7_plugin._machine.fabric import read_fabric
+    from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, search_dirs
+    from jax_rocm7_plugin._machine.network import interfaces
+
+    root = settings.sysroot
+    fabric = read_fabric(root)
+    environ = dict(_environment.matching(("NCCL_", "RCCL_"), settings.environ or {}))
+    if not fabric.ports and not fabric.cxi_devices and _environment.read("NCCL_NET", environ) is None:
+        return None
+    dirs = [root / d.lstrip("/") for d in search_dirs(settings.ld_library_path, ld_so_conf_dirs(root))]
+    dirs += list(library_dirs)
+
+    def resolve(name: str) -> Path | None:
+        if "/" in name:
+            path = root / name.lstrip("/")
+            return path if path.is_file() else None
+        return next((d / name for d in dirs if (d / name).exists()), None)
+
+    return predict(fabric, interfaces(root), environ, resolve, lambda node: verbs_node_usable(root, node))
