@@ -37,6 +37,8 @@ ClusterFindingId = Literal[
     "cluster-known-issue",
     "cluster-gpu-degraded",
     "cluster-node-unlike-peers",
+    "cluster-transport-unlike-peers",
+    "cluster-transport-slower",
     "cluster-collective-hung",
     "cluster-collective-wrong",
     "cluster-process-slow",

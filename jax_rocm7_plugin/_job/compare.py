@@ -15,7 +15,7 @@ from jax_rocm7_plugin._findings import Severity
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding, ClusterFindingId
 from jax_rocm7_plugin._job.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
-from jax_rocm7_plugin._job.record import GpuHealthFact, HealthFact, ProcessRecord
+from jax_rocm7_plugin._job.record import GpuHealthFact, HealthFact, ProcessRecord, TransportFact
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy
@@ -445,6 +445,59 @@ def _rdma(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]
     ]
 
 
+def _transport(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
+    """The network RCCL would use between hosts, host by host (read in the preflight): a host whose choice differs
+    from its peers' (the slowest link of a ring is the ring's speed), and hosts that fall back to sockets below their
+    own fabric, each with its reasons and steps."""
+    facts = {host: t for host, members in hosts.items() if (t := records[members[0]].transport) is not None}
+    found = []
+    if len(facts) >= 2:
+        members = {p: records[p] for host in facts for p in hosts[host]}
+        groups = _group(members, lambda r: facts[r.host].chosen)
+        if len(groups) >= 2:
+            odd = outside_largest(groups)
+            processes, names = _concerns(records, odd)
+            text = describe_groups(groups, _host_of(records), {k: k for k in groups})
+            peers = next(iter(sorted(groups, key=lambda k: -len(groups[k]))))
+            found.append(
+                catalog.mismatch(
+                    "cluster-transport-unlike-peers",
+                    "warning",
+                    f"RCCL would use another network between hosts on {hosts_phrase(names)} than on its peers "
+                    f"({peers}): {text}",
+                    "; ".join(dict.fromkeys(s for n in names for s in facts[n].steps))
+                    or "make the hosts named alike: the same fabric, drivers, libraries and NCCL_* variables",
+                    processes,
+                    names,
+                    tuple(f"{h}: {t.said}" + (f" ({t.reasons[0]})" if t.reasons else "") for h, t in facts.items())[
+                        :16
+                    ],
+                )
+            )
+    slower = [host for host, t in facts.items() if t.slower]
+    if slower:
+        processes, names = _concerns(records, [p for host in slower for p in hosts[host]])
+        first = facts[slower[0]]
+        found.append(
+            catalog.mismatch(
+                "cluster-transport-slower",
+                "warning",
+                f"RCCL would use {first.said} between hosts on {hosts_phrase(names)}, though "
+                f"{'it has' if len(names) == 1 else 'they have'} {first.fastest}"
+                + (f": {first.reasons[0]}" if first.reasons else ""),
+                "; ".join(dict.fromkeys(s for h in slower for s in facts[h].steps)) or "read RCCL's INIT,NET lines",
+                processes,
+                names,
+                tuple(f"{h}: {facts[h].said}; fastest: {facts[h].fastest}" for h in slower)[:16],
+            )
+        )
+    return found
+
+
+def _transport_line(host: str, fact: TransportFact) -> str:
+    return f"{host}: {fact.said}" + (f" ({fact.reasons[0]})" if fact.reasons else "")
+
+
 def _shm(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     minimum, why = cluster_policy.threshold("shm_min_bytes")
     small: list[int] = []
@@ -769,6 +822,7 @@ _RULES = (
     _socket_ifname,
     _coordinator,
     _rdma,
+    _transport,
     _shm,
     _open_files,
     _environment,
@@ -776,4 +830,4 @@ _RULES = (
     _gpu_degraded,
     _node_unlike_peers,
 )
-_HOST_PROBE_RULES = frozenset({_socket_ifname, _rdma, _shm, _open_files})
+_HOST_PROBE_RULES = frozenset({_socket_ifname, _rdma, _transport, _shm, _open_files})

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.gpu_health import NodeHealth
     from jax_rocm7_plugin._machine.pjrt_library import LibraryChoice
 
-SCHEMA = 3  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions; 3: health
+SCHEMA = 4  # 2: the library's identity (not always a full sha256), the PJRT C API among the versions; 3: health;
+# 4: the transport RCCL would use between hosts
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _MIN_SECRET_CHARS = 4  # shorter values ("1", "no") would redact half of every other value
 
@@ -79,6 +80,21 @@ class HealthFact(NamedTuple):
     faults: tuple[tuple[str, str], ...]
 
 
+class TransportFact(NamedTuple):
+    """The network RCCL would use between hosts on this host (_machine/transport.py), as the preflight compares it."""
+
+    chosen: str  # IB, RoCE, Socket, plugin, none
+    said: str  # "IB over mlx5_0:1, mlx5_1:1", "Socket over eth0"
+    fastest: str | None  # the fastest this host has, in words
+    fastest_kind: str | None  # IB, RoCE, Slingshot, EFA, Socket
+    reasons: tuple[str, ...]  # why not a faster one
+    steps: tuple[str, ...]  # what closes the gap
+
+    @property
+    def slower(self) -> bool:
+        return self.chosen in ("Socket", "none") and self.fastest_kind not in (None, "Socket")
+
+
 class ProcessRecord(NamedTuple):
     join: JoinFact
     host: str
@@ -98,6 +114,7 @@ class ProcessRecord(NamedTuple):
     verbs_nodes: tuple[str, ...]
     truncated: tuple[str, ...] = ()  # what was left out to stay within the bound
     health: HealthFact | None = None  # read in the preflight, and at backend start by a host's first process
+    transport: TransportFact | None = None  # read in the preflight (None: no fabric, or not read)
 
     @property
     def process_id(self) -> int:
@@ -135,6 +152,13 @@ class ProcessRecord(NamedTuple):
             "health": None
             if self.health is None
             else {"gpus": [list(g) for g in self.health.gpus], "faults": [list(f) for f in self.health.faults]},
+            "transport": None
+            if self.transport is None
+            else {
+                **self.transport._asdict(),
+                "reasons": list(self.transport.reasons),
+                "steps": list(self.transport.steps),
+            },
         }
 
 
@@ -191,9 +215,27 @@ def _shared_fields(data: Mapping[str, Any]) -> dict[str, Any]:
             "rdma_devices": tuple(str(d) for d in data["rdma"]["devices"]),
             "verbs_nodes": tuple(str(d) for d in data["rdma"]["verbs_nodes"]),
             "health": _health(data["health"]),
+            "transport": _transport(data.get("transport")),
         }
     except (KeyError, TypeError, IndexError, AttributeError) as error:
         raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
+
+
+def _transport_json(fact: TransportFact) -> dict[str, Any]:
+    return {**fact._asdict(), "reasons": list(fact.reasons), "steps": list(fact.steps)}
+
+
+def _transport(data: Any) -> TransportFact | None:
+    if data is None:
+        return None
+    return TransportFact(
+        str(data["chosen"]),
+        str(data["said"]),
+        None if data["fastest"] is None else str(data["fastest"]),
+        None if data["fastest_kind"] is None else str(data["fastest_kind"]),
+        tuple(str(r) for r in data["reasons"]),
+        tuple(str(r) for r in data["steps"]),
+    )
 
 
 def _health(data: Any) -> HealthFact | None:
@@ -524,12 +566,24 @@ def build_record(
     from jax_rocm7_plugin._machine.host import open_files_limit
     from jax_rocm7_plugin._machine.network import interfaces, rdma_devices
     from jax_rocm7_plugin._machine.shm import shm_size
+    from jax_rocm7_plugin._machine.transport import read_transport
 
     rdma = rdma_devices(root)
+    installs = facts.runtime.installs if facts.runtime is not None else []
+    verdict = read_transport(facts.settings, [d for i in installs for d in i.library_dirs])
+    transport = (
+        None
+        if verdict is None
+        else TransportFact(
+            verdict.chosen, verdict.said()[:200], verdict.fastest, verdict.fastest_kind,
+            tuple(r[:200] for r in verdict.reasons[:4]), tuple(t[:300] for t in verdict.steps[:4]),
+        )
+    )  # fmt: skip
     return record._replace(
         shm_bytes=shm_size(root)[0],
         open_files=open_files_limit(),
         interfaces=interfaces(root),
         rdma_devices=rdma.devices,
         verbs_nodes=rdma.verbs_nodes,
+        transport=transport,
     )

@@ -116,7 +116,8 @@ def predict(
     if fabric.cxi_devices:
         fastest, kind = f"Slingshot ({', '.join(fabric.cxi_devices)}), through a libfabric net plugin", "Slingshot"
     elif fastest_port is not None:
-        fastest, kind = f"{fastest_port.name} ({fastest_port.kind}, {_rate(fastest_port)})", fastest_port.kind
+        label = "IB" if fastest_port.kind == "InfiniBand" else fastest_port.kind  # as RCCL's own names say it
+        fastest, kind = f"{fastest_port.name} ({fastest_port.kind}, {_rate(fastest_port)})", label
     elif efa:
         fastest, kind = f"EFA ({', '.join(p.name for p in efa)}), through a libfabric net plugin", "EFA"
     else:

@@ -160,3 +160,23 @@ def test_nccl_net_naming_a_network_not_here_is_an_error(
 )
 def test_rccls_list_grammar(value: str | None, name: str, port: int, expected: bool) -> None:
     assert matches(value, name, port) is expected
+
+
+def test_the_preflights_record_carries_the_hosts_transport(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `cluster` compares across hosts: the record the preflight builds from the doctor's reading."""
+    from jax_rocm7_plugin._cluster.preflight import record_of
+    from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
+    from jax_rocm7_plugin._job.record import JoinFact
+    from jax_rocm7_plugin._settings import read_settings
+
+    root, env, library = build_host(HEALTHY[0].but(environ=JOB), "7.14.0", tmp_path, build, monkeypatch)
+    write_interfaces(root, ("lo", "eth0"))
+    write_fabric(root, IB)  # and no libibverbs on the loader's path
+    environ = {**env, "JAX_ROCM_PJRT_LIBRARY": str(library)}
+    report, facts = diagnose_with_facts(read_settings(environ, sysroot=root))
+    join = JoinFact(0, 2, 0, (0,), "node-0:6000", "slurm")
+    transport = record_of(report, facts, join, environ, "node-0").transport
+    assert transport is not None and transport.chosen == "Socket" and transport.fastest_kind == "IB"
+    assert transport.slower and "libibverbs" in transport.reasons[0]

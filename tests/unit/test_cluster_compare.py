@@ -17,6 +17,7 @@ from jax_rocm7_plugin._job.record import (
     JoinFact,
     ProcessRecord,
     RocmFact,
+    TransportFact,
     decode,
     encode,
     from_json,
@@ -271,3 +272,34 @@ def test_a_report_states_one_count_of_who_joined() -> None:
     assert text.splitlines()[0] == "Cluster: 1 problem(s): 3 of 4 processes joined via arguments"
     assert "3 of 4 processes joined within 10 s" in text and "0 of 4" not in text
     assert json.loads(render_json(report))["joined"] == 3
+
+
+IB_FACT = TransportFact("IB", "IB over mlx5_0:1, mlx5_1:1", "mlx5_0:1 (InfiniBand, 400 Gb/s)", "IB", (), ())
+SOCKETS_FACT = TransportFact(
+    "Socket",
+    "Socket over eth0",
+    "mlx5_0:1 (InfiniBand, 400 Gb/s)",
+    "IB",
+    ("libibverbs.so.1 is not on the dynamic loader's path (RCCL opens it to use RDMA)",),
+    ("install rdma-core's verbs library (Debian/Ubuntu: libibverbs1; RHEL: libibverbs; SUSE: libibverbs1)",),
+)
+
+
+def test_a_host_whose_rccl_would_use_sockets_among_ib_peers_is_named_with_its_step() -> None:
+    healthy = {p: {"transport": IB_FACT} for p in range(24)}
+    assert not {"cluster-transport-unlike-peers", "cluster-transport-slower"} & set(ids(job(24, healthy)))
+    odd = {**healthy, **{p: {"transport": SOCKETS_FACT} for p in range(8, 16)}}
+    found = {f.id: f for f in compare(job(24, odd))}
+    unlike = found["cluster-transport-unlike-peers"]
+    assert unlike.hosts == ("gpu-1",) and unlike.processes == tuple(range(8, 16))
+    assert "libibverbs1" in unlike.fix and "than on its peers (IB)" in unlike.summary
+    slower = found["cluster-transport-slower"]
+    assert slower.hosts == ("gpu-1",) and "Socket over eth0 between hosts on gpu-1" in slower.summary
+    # Every host alike, every one below its fabric: not unlike its peers, but each is slower than it could be.
+    alike = ids(job(16, {p: {"transport": SOCKETS_FACT} for p in range(16)}))
+    assert "cluster-transport-unlike-peers" not in alike and alike["cluster-transport-slower"] == tuple(range(16))
+
+
+def test_the_transport_survives_the_record_round_trip() -> None:
+    fact = record(0, 8, transport=SOCKETS_FACT)
+    assert from_json(json.loads(json.dumps(fact.to_json()))).transport == SOCKETS_FACT
