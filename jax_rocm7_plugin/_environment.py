@@ -87,6 +87,7 @@ HANG_TIMEOUT = "JAX_ROCM_HANG_TIMEOUT"
 HANG_ACTION = "JAX_ROCM_HANG_ACTION"
 HANG_PLATFORMS = "JAX_ROCM_HANG_PLATFORMS"
 COURIER_PARENT = "JAX_ROCM_COURIER_PARENT"
+RCCL_LOG_DIR = "JAX_ROCM_RCCL_LOG_DIR"
 XDIST_GPUS = "JAX_ENABLE_ROCM_XDIST"
 
 # A cold load of the published 459-503 MB libraries takes ~0.3 s from local disk (benchmarks/cold_load.py); 100
@@ -135,6 +136,9 @@ _PLUGIN = (
              "backends besides rocm whose jobs arm the hang watcher (tests: cpu)"),
     _v(COURIER_PARENT, "plugin", "count", "",
              "the pid of the `cluster` process that started a courier, which ends when that process is gone",
+             internal=True),
+    _v(RCCL_LOG_DIR, "plugin", "absolute-path", "",
+             "where `cluster --deep` on GPUs has RCCL write its INIT/NET lines, a file per process (NCCL_DEBUG_FILE)",
              internal=True),
     _v(XDIST_GPUS, "plugin", "count", "",
              "pytest_gpu_isolation: the number of GPUs to spread pytest-xdist workers over"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from jax_rocm7_plugin._job import catalog
@@ -103,6 +104,7 @@ class DeepResult(NamedTuple):
     figures: tuple[Figure, ...]
     findings: tuple[ClusterFinding, ...]
     rates: dict[int, float]  # each process's local work, GFLOP/s
+    rccl: Mapping[int, tuple[str, str]] = MappingProxyType({})  # each process's network as RCCL's lines say it
 
 
 def slow_local_work(
@@ -237,7 +239,18 @@ def read_steps(
             figures.append(figure(str(step["op"]), int(step["bytes"]), seconds, ranks))
     group_of = {g: m for step in steps for g, m in step.get("groups", {}).items()}
     findings.extend(_slow_links(figures, group_of, host_of, concerns))
-    return DeepResult(tuple(figures), tuple(findings), rates)
+    return DeepResult(tuple(figures), tuple(findings), rates, rccl_chosen(steps))
+
+
+def rccl_chosen(steps: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
+    """Each process's network from RCCL's INIT/NET lines, as its first collective's outcome carries it."""
+    chosen: dict[int, tuple[str, str]] = {}
+    for step in steps:
+        for process, outcome in step.get("outcomes", {}).items():
+            said = outcome.get("rccl") if isinstance(outcome, dict) else None
+            if isinstance(said, dict) and int(process) not in chosen:
+                chosen[int(process)] = (str(said.get("network") or "none"), str(said.get("said", "")))
+    return chosen
 
 
 def read_lost(

@@ -117,6 +117,7 @@ class _Deep:
         self.current = 0
         self.lock = threading.Lock()
         self.finished = False
+        self.said: set[str] = set()  # what this process has added to its outcomes once ("rccl")
         self.watching = threading.Event()  # set: the watcher stops (process 0's final gathering has begun)
 
     def publish(self, index: int, outcome: dict[str, Any]) -> None:
@@ -319,6 +320,13 @@ class _Deep:
                 if fired:  # the watchdog fired as the step ended: it reports, then ends this process
                     watchdog.join()
                     return
+                if "op" in step and "rccl" not in self.said:  # after the first collective RCCL has chosen
+                    self.said.add("rccl")
+                    with contextlib.suppress(OSError):
+                        from jax_rocm7_plugin._cluster.rccl_log import this_process
+
+                        if (rccl := this_process()) is not None:
+                            outcome = {**outcome, "rccl": {"said": rccl.said, "network": rccl.network}}
                 self.publish(index, outcome)
                 # Nothing later can run without a working backend; a collective of the whole job that raised
                 # (gloo's own deadline where a peer stopped) leaves its communicator broken: later ones only fail.

@@ -24,7 +24,7 @@ from jax_rocm7_plugin._cluster.report import EXIT_PROBLEMS, ClusterReport, rende
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
-from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
@@ -144,6 +144,16 @@ class _Run:
         # Only --deep starts a backend there (the one asked for); else never let one start.
         environ["JAX_PLATFORMS"] = self.options.platform if self.options.deep else "cpu"
         environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")  # keep the service's log: it names who never joined
+        if self.options.deep and self.options.platform != "cpu":  # RCCL's own word on the network it takes
+            import atexit
+            import shutil
+            import tempfile
+
+            from jax_rocm7_plugin._cluster.rccl_log import asked_environment
+
+            folder = tempfile.mkdtemp(prefix=f"{PLUGIN_DISTRIBUTION}-rccl-")
+            atexit.register(shutil.rmtree, folder, True)
+            environ = asked_environment(environ, folder)
         return environ
 
     def _run_with(self, link: CourierLink) -> int:
@@ -437,6 +447,10 @@ class _Run:
         if not self.options.deep:
             return self._printed_then_final(link, report, "done", courier.ACK_GRACE_SECONDS)
         result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
+        if result is not None:
+            from jax_rocm7_plugin._job.compare import rccl_findings
+
+            deep_findings = [*deep_findings, *rccl_findings(result.rccl, records)]
         deep_findings = explained_by_health(deep_findings, report.findings, records)
         report = report._replace(
             findings=(*report.findings, *deep_findings),

@@ -831,3 +831,56 @@ _RULES = (
     _node_unlike_peers,
 )
 _HOST_PROBE_RULES = frozenset({_socket_ifname, _rdma, _transport, _shm, _open_files})
+
+
+def rccl_findings(chosen: Mapping[int, tuple[str, str]], records: Records) -> list[ClusterFinding]:
+    """`cluster --deep` on GPUs: the network each process's RCCL says it took (its INIT/NET lines) against its
+    peers' and its host's fabric: processes unlike the others, and processes on sockets where their host has a
+    fabric (a host the preflight read: its record's transport)."""
+    if not chosen:
+        return []
+    found = []
+    members = {p: records[p] for p in chosen if p in records}
+    groups = _group(members, lambda r: chosen[r.process_id][0])
+    if len(groups) >= 2:
+        odd = outside_largest(groups)
+        processes, names = _concerns(records, odd)
+        text = describe_groups(groups, _host_of(records), {k: k for k in groups})
+        found.append(
+            catalog.mismatch(
+                "cluster-transport-unlike-peers",
+                "warning",
+                f"RCCL took another network in {processes_phrase(list(processes))} on {hosts_phrase(names)} than in "
+                f"the others (its own INIT/NET lines): {text}",
+                "make the hosts named alike (fabric, drivers, libraries, NCCL_* variables); `python -m "
+                f"{PLUGIN_PACKAGE} doctor` on them names what their RCCL lacks",
+                processes,
+                names,
+                tuple(f"process {p}: {chosen[p][1]}" for p in sorted(chosen))[:16],
+            )
+        )
+    below = [
+        p
+        for p, (network, _) in chosen.items()
+        if network == "Socket"
+        and p in records
+        and (t := records[p].transport) is not None
+        and t.fastest_kind not in (None, "Socket")
+    ]
+    if below:
+        processes, names = _concerns(records, below)
+        fastest = records[below[0]].transport.fastest  # type: ignore[union-attr]
+        found.append(
+            catalog.mismatch(
+                "cluster-transport-slower",
+                "warning",
+                f"RCCL took TCP sockets between hosts in {processes_phrase(list(processes))} on {hosts_phrase(names)} "
+                f"(its own INIT/NET lines: {chosen[below[0]][1]}), though the host has {fastest}",
+                "; ".join(dict.fromkeys(s for p in below for s in records[p].transport.steps))  # type: ignore[union-attr]
+                or "read RCCL's INIT,NET lines on those hosts",
+                processes,
+                names,
+                tuple(f"process {p}: {chosen[p][1]}" for p in below)[:16],
+            )
+        )
+    return found

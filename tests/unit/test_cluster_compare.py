@@ -303,3 +303,21 @@ def test_a_host_whose_rccl_would_use_sockets_among_ib_peers_is_named_with_its_st
 def test_the_transport_survives_the_record_round_trip() -> None:
     fact = record(0, 8, transport=SOCKETS_FACT)
     assert from_json(json.loads(json.dumps(fact.to_json()))).transport == SOCKETS_FACT
+
+
+def test_rccls_own_word_on_the_network_is_compared_with_peers_and_the_hosts_fabric() -> None:
+    from jax_rocm7_plugin._job.compare import rccl_findings
+
+    records = job(16, {p: {"transport": IB_FACT} for p in range(16)})
+    chosen = {p: ("IB", "IB over mlx5_0:1") for p in range(16)}
+    assert rccl_findings(chosen, records) == []
+    chosen.update({p: ("Socket", "Socket over eth0 (libibverbs could not be opened)") for p in range(8, 16)})
+    chosen[0] = ("IB", "IB over mlx5_0:1")
+    found = {f.id: f for f in rccl_findings(chosen, records)}
+    assert found["cluster-transport-slower"].hosts == ("gpu-1",)
+    assert (
+        "its own INIT/NET lines: Socket over eth0 (libibverbs could not be opened)"
+        in found["cluster-transport-slower"].summary
+    )
+    # Half and half: the odd group is the smaller (or the later) one, and it is named.
+    assert found["cluster-transport-unlike-peers"].processes
