@@ -448,9 +448,13 @@ class _Run:
             return self._printed_then_final(link, report, "done", courier.ACK_GRACE_SECONDS)
         result, deep_findings = self._deep(link, {pid: r.host for pid, r in records.items()})
         if result is not None:
-            from jax_rocm7_plugin._job.compare import rccl_findings
+            from jax_rocm7_plugin._job.compare import below_line_rate, rccl_findings
 
-            deep_findings = [*deep_findings, *rccl_findings(result.rccl, records)]
+            deep_findings = [
+                *deep_findings,
+                *rccl_findings(result.rccl, records),
+                *(below_line_rate(result.figures, records) if self.options.platform != "cpu" else ()),
+            ]
         deep_findings = explained_by_health(deep_findings, report.findings, records)
         report = report._replace(
             findings=(*report.findings, *deep_findings),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._findings import Severity
@@ -884,3 +884,41 @@ def rccl_findings(chosen: Mapping[int, tuple[str, str]], records: Records) -> li
             )
         )
     return found
+
+
+def below_line_rate(figures: Sequence[Any], records: Records) -> list[ClusterFinding]:
+    """`cluster --deep`: pairs of hosts whose all-reduce bus bandwidth is far below the line rate of the network RCCL
+    uses between them (the slower host's, from the records' transport), named with that network."""
+    percent, why = cluster_policy.threshold("line_rate_percent_min")
+    facts = {r.host: r.transport for r in records.values() if r.transport is not None and r.transport.gbps}
+    hosts = _by_host(records)
+    below: dict[str, tuple[float, float, str]] = {}
+    for figure in figures:
+        if not figure.group.startswith("pair:") or figure.busbw_gbps is None:
+            continue
+        pair = figure.group.removeprefix("pair:").split(",")
+        rates = [(facts[h].gbps / 8, facts[h].said) for h in pair if h in facts]  # type: ignore[operator,union-attr]
+        if len(rates) != len(pair):
+            continue
+        line, said = min(rates)
+        best = max(figure.busbw_gbps, below.get(figure.group, (0.0, 0.0, ""))[0])
+        below[figure.group] = (best, line, said)
+    slow = {g: v for g, v in below.items() if v[0] < percent / 100 * v[1]}
+    if not slow:
+        return []
+    named = sorted({h for g in slow for h in g.removeprefix("pair:").split(",")})
+    processes, names = _concerns(records, [p for h in named for p in hosts.get(h, [])])
+    first, (measured, line, said) = next(iter(slow.items()))
+    return [
+        catalog.mismatch(
+            "cluster-link-slow",
+            "warning",
+            f"collectives between {' and '.join(first.removeprefix('pair:').split(','))} reach {measured:.3g} GB/s, "
+            f"under {percent}% of the line rate of the network RCCL uses there ({said}: {line:.3g} GB/s)",
+            "check the ports named (ibstat, ethtool: their speed and errors), the switch between the hosts, and "
+            "RCCL's INIT/NET lines (NCCL_DEBUG=INFO): a port down or at a lower speed leaves RCCL the others",
+            processes,
+            names,
+            (*(f"{g}: {v[0]:.3g} GB/s of {v[1]:.3g} GB/s ({v[2]})" for g, v in list(slow.items())[:15]), why),
+        )
+    ]

@@ -89,6 +89,7 @@ class TransportFact(NamedTuple):
     fastest_kind: str | None  # IB, RoCE, Slingshot, EFA, Socket
     reasons: tuple[str, ...]  # why not a faster one
     steps: tuple[str, ...]  # what closes the gap
+    gbps: float | None = None  # the line rate of what it would use (its active ports added up)
 
     @property
     def slower(self) -> bool:
@@ -235,6 +236,7 @@ def _transport(data: Any) -> TransportFact | None:
         None if data["fastest_kind"] is None else str(data["fastest_kind"]),
         tuple(str(r) for r in data["reasons"]),
         tuple(str(r) for r in data["steps"]),
+        None if data.get("gbps") is None else float(data["gbps"]),
     )
 
 
@@ -576,7 +578,7 @@ def build_record(
         if verdict is None
         else TransportFact(
             verdict.chosen, verdict.said()[:200], verdict.fastest, verdict.fastest_kind,
-            tuple(r[:200] for r in verdict.reasons[:4]), tuple(t[:300] for t in verdict.steps[:4]),
+            tuple(r[:200] for r in verdict.reasons[:4]), tuple(t[:300] for t in verdict.steps[:4]), verdict.gbps,
         )
     )  # fmt: skip
     return record._replace(

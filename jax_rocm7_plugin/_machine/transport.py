@@ -46,6 +46,7 @@ class Transport(NamedTuple):
     steps: tuple[str, ...]  # what closes the gap, most direct first
     unset: tuple[str, ...] = ()  # variables whose unsetting closes it (a change the doctor can check)
     setting: tuple[tuple[str, str], ...] = ()  # variables whose value closes it
+    gbps: float | None = None  # the line rate of what it would use: the active ports it takes, added up
 
     @property
     def slower(self) -> bool:
@@ -184,7 +185,8 @@ def predict(
                 return Transport("Socket", tuple(sockets), fastest, kind, (f"NCCL_NET={net} chooses sockets",),
                                  ("unset NCCL_NET",), ("NCCL_NET",))  # fmt: skip
             return _not_found(net, fastest, kind, sockets)
-        return Transport(chosen, used, fastest, kind, (), ())
+        rate = sum(p.rate_gbps or 0.0 for p in selected) or None
+        return Transport(chosen, used, fastest, kind, (), (), gbps=rate)
     if net and net.lower() != "socket":
         return _not_found(net, fastest, kind, sockets, reasons, steps)
     return Transport(

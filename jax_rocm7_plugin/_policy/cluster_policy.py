@@ -47,7 +47,7 @@ def looks_secret(name: str) -> bool:
 
 
 def threshold(name: str) -> tuple[int, str]:
-    """(value, why) of a threshold: "shm_min_bytes" or "open_files_min"."""
+    """(value, why) of a threshold: "shm_min_bytes", "open_files_min" or "line_rate_percent_min"."""
     entry = _policy()[name]
     return int(entry["value"]), str(entry["why"])
 

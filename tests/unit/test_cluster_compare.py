@@ -321,3 +321,19 @@ def test_rccls_own_word_on_the_network_is_compared_with_peers_and_the_hosts_fabr
     )
     # Half and half: the odd group is the smaller (or the later) one, and it is named.
     assert found["cluster-transport-unlike-peers"].processes
+
+
+def test_a_pair_far_below_its_networks_line_rate_is_named_with_the_network() -> None:
+    from jax_rocm7_plugin._cluster.collectives import figure
+    from jax_rocm7_plugin._job.compare import below_line_rate
+
+    ib = IB_FACT._replace(gbps=800.0)  # two 400 Gb/s ports: 100 GB/s
+    records = job(24, {p: {"transport": ib} for p in range(24)})
+    size = 64 * 1024**2
+    fast = figure("all-reduce", size, size / 60e9, 16, "pair:gpu-0,gpu-1")  # busbw ~ 56 GB/s
+    slow = figure("all-reduce", size, size / 10e9, 16, "pair:gpu-1,gpu-2")  # ~ 9.4 GB/s
+    assert below_line_rate([fast], records) == []
+    (finding,) = below_line_rate([fast, slow], records)
+    assert finding.id == "cluster-link-slow" and finding.hosts == ("gpu-1", "gpu-2")
+    assert "IB over mlx5_0:1, mlx5_1:1: 100 GB/s" in finding.summary and "under 25%" in finding.summary
+    assert below_line_rate([slow], job(24)) == []  # no transport read: no line rate to compare with
