@@ -16,6 +16,7 @@ Every call to the service runs under its own deadline: a frozen process 0 freeze
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from jax_rocm7_plugin import _environment
@@ -103,6 +105,7 @@ class Answer(NamedTuple):
     seconds: float
     frames: tuple[str, ...]
     moved: tuple[str, ...] = ()  # what its host's GPU counters did since the watcher started (_gpu_counters_moved)
+    network: str = ""  # the network RCCL would use between hosts from this host ("" where no fabric says)
 
 
 def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) -> tuple[str, str]:
@@ -142,6 +145,9 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
         parts.append(f"process {process} ({host}) does not answer: frozen, dead, or its main thread holds the GIL")
     if moved:
         parts.append(f"meanwhile {moved}")
+    networks = sorted({f"{a.host}: {a.network}" for a in answers.values() if a.network})
+    if networks and in_jax:  # where the collectives that wait go between hosts, said where a fabric says it
+        parts.append(f"between hosts RCCL would use {'; '.join(networks[:4])}")
     return "warning", "; ".join(parts)
 
 
@@ -215,6 +221,7 @@ class Watcher(threading.Thread):
         self.main = threading.main_thread()
         self.host = _host_name(settings.root)
         self.counters: tuple[Any, float] | None = None  # the host's GPU counters at the start, and when
+        self.network: str | None = None  # the network RCCL would use between hosts from here (None: not read yet)
         self.answered: set[str] = set()
         self.noticed = False  # this process has noticed that the main thread stays where it is
         self.answered_here = False  # an ask of another process answered since the main thread stopped here
@@ -277,8 +284,22 @@ class Watcher(threading.Thread):
                 "seconds": round(seconds, 1),
                 "frames": _text(frames),
                 "moved": moved,
+                "network": self._network(),
             }
         )
+
+    def _network(self) -> str:
+        """The network RCCL would use between hosts from this host (_machine/transport.py), read once, at the
+        first answer (this thread; a machine without a fabric gives "")."""
+        if self.network is None:
+            self.network = ""
+            with contextlib.suppress(Exception):  # never a reason for the watcher to stop answering
+                from jax_rocm7_plugin._machine.transport import read_transport
+                from jax_rocm7_plugin._settings import read_settings as read_plugin_settings
+
+                verdict = read_transport(read_plugin_settings(os.environ, sysroot=Path(self.settings.root)))
+                self.network = verdict.said() if verdict is not None else ""
+        return self.network
 
     def _gpu_counters_moved(self) -> list[str]:
         """The host's GPUs read again against the start: new uncorrectable errors, a reset, replays that rose."""
@@ -370,6 +391,7 @@ class Watcher(threading.Thread):
                 float(data["seconds"]),
                 tuple(data["frames"]),
                 tuple(str(line) for line in data.get("moved", ())),
+                str(data.get("network", "")),
             )
         level, line = report(answers, self.count, {})  # a process that does not answer has said no host
         where = self._write_stacks(answers)

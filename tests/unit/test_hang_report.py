@@ -151,3 +151,16 @@ def test_an_asked_exit_happens_while_the_main_thread_runs_no_python(monkeypatch:
     assert left.wait(5), "the watcher did not leave"
     assert store.values.get(f"{hang.PREFIX}/left/2") == "1"  # said before leaving
     watcher.join(timeout=5)
+
+
+def test_a_hang_in_a_collective_says_the_network_between_hosts_where_a_fabric_says_it() -> None:
+    answers = {
+        0: Answer(0, "node-0", "pxla.py:1290 (__call__)", True, 620.0, (), (), "IB over mlx5_0:1"),
+        1: Answer(1, "node-1", "pxla.py:1290 (__call__)", True, 621.0, (), (), "Socket over eth0"),
+        2: Answer(2, "node-1", "train.py:40 (step)", False, 600.0, (), (), "Socket over eth0"),
+    }
+    level, line = report(answers, 3, {})
+    assert level == "warning"
+    assert line.endswith("between hosts RCCL would use node-0: IB over mlx5_0:1; node-1: Socket over eth0")
+    quiet = {p: a._replace(network="") for p, a in answers.items()}
+    assert "RCCL" not in report(quiet, 3, {})[1]  # no fabric anywhere: nothing to say
