@@ -104,6 +104,7 @@ def predict(
     environ: Mapping[str, str],
     resolve: Callable[[str], Path | None],
     verbs_usable: Callable[[str], bool],
+    unloadable: Callable[[Path], str | None] = lambda _: None,
 ) -> Transport:
     """The transport RCCL would choose between hosts, and the fastest this machine has. `resolve`: where the dynamic
     loader finds a library name (None: not found); `verbs_usable`: whether this process can open a verbs node."""
@@ -111,6 +112,7 @@ def predict(
     plugin_value = (read("NCCL_NET_PLUGIN", environ) or "").strip()
     names = [plugin_value, f"librccl-net-{plugin_value}.so"] if plugin_value else list(DEFAULT_PLUGINS)
     plugin = next((found for n in names if (found := resolve(n)) is not None), None)
+    broken = unloadable(plugin) if plugin is not None else None
     efa = [p for p in fabric.ports if p.device.startswith("efa") and p.active]
     ib_ports = [p for p in fabric.ports if p.active and p.link_layer in _IB_LINK_LAYERS]
     fastest_port = max(ib_ports, key=lambda p: p.rate_gbps or 0.0, default=None)
@@ -132,9 +134,12 @@ def predict(
     unset: list[str] = []
     setting: list[tuple[str, str]] = []
     # 1. A net plugin with devices wins (RCCL does not say which devices a plugin has: its presence is the fact).
-    if plugin is not None and net.lower() not in ("ib", "socket"):
+    if plugin is not None and broken is None and net.lower() not in ("ib", "socket"):
         return Transport("plugin", (str(plugin),), fastest, kind, (), ())
-    if plugin is None and kind in ("Slingshot", "EFA"):
+    if broken is not None:
+        reasons.append(f"the net plugin {plugin} would not load: {broken}")
+        steps.append(f"make {plugin} loadable: {broken} (install it, or add its folder to LD_LIBRARY_PATH)")
+    elif plugin is None and kind in ("Slingshot", "EFA"):
         reasons.append(f"no net plugin is on the dynamic loader's path ({' or '.join(names)})")
         steps.append(
             f"put the libfabric net plugin (aws-ofi-rccl: {DEFAULT_PLUGIN}) on the loader's path: load your site's "
@@ -240,4 +245,15 @@ def read_transport(settings: Settings, library_dirs: Sequence[Path] = ()) -> Tra
             return path if path.is_file() else None
         return next((d / name for d in dirs if (d / name).exists()), None)
 
-    return predict(fabric, interfaces(root), environ, resolve, lambda node: verbs_node_usable(root, node))
+    def unloadable(path: Path) -> str | None:
+        """Why dlopen would fail on a plugin found: not an x86-64 ELF, or a library it needs that is not found."""
+        from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+        from jax_rocm7_plugin._machine.ld_resolve import resolve_dependencies
+
+        problem = shared_object_problem(path)
+        if problem is not None:
+            return problem
+        missing = resolve_dependencies([path], root, settings.ld_library_path, preloaded=frozenset()).missing_names
+        return f"it needs {', '.join(missing)}, which the dynamic loader cannot find" if missing else None
+
+    return predict(fabric, interfaces(root), environ, resolve, lambda node: verbs_node_usable(root, node), unloadable)

@@ -19,6 +19,7 @@ from jax_rocm7_plugin._machine.transport import matches
 from tests.support.fabric import Device, Port, write_fabric, write_interfaces, write_slingshot
 from tests.support.fleet import HEALTHY, build_host
 from tests.support.inprocess import doctor
+from tests.support.native import compile_shared
 
 IB = tuple(Device(f"mlx5_{i}", pci=f"0000:{0x0C + i:02x}:00.0") for i in range(8))
 ROCE = tuple(
@@ -40,6 +41,7 @@ def _node(
     verbs_nodes: bool = True,
     slingshot: bool = False,
     plugin: str | None = None,
+    plugin_needs_libfabric: bool = False,
 ) -> Report:
     root, env, library = build_host(HEALTHY[0].but(environ={**JOB, **(environ or {})}), "7.14.0", tmp_path, build, mp)
     write_interfaces(root, ("lo", "eth0", "docker0"))
@@ -49,10 +51,13 @@ def _node(
     (root / LIB).mkdir(parents=True, exist_ok=True)
     if verbs_library:
         (root / LIB / "libibverbs.so.1").write_bytes(b"")
-    if plugin is not None:
+    if plugin is not None:  # a real shared object (compiled here), needing libfabric.so.1 where asked
         folder = root / "opt" / "aws-ofi-rccl" / "lib"
-        folder.mkdir(parents=True)
-        (folder / plugin).write_bytes(b"")
+        needs = ["fabric"] if plugin_needs_libfabric else []
+        if needs:
+            compile_shared(tmp_path / "fabric", "fabric", "int fi_getinfo(void) { return 0; }\n")
+        compile_shared(folder, "net", "int ncclNetPlugin_v8 = 0;\n", libs=needs, link_dirs=[tmp_path / "fabric"],
+                       output_name=plugin, flags=["-Wl,--no-as-needed"])  # fmt: skip
     return doctor(env, root, library)
 
 
@@ -180,3 +185,14 @@ def test_the_preflights_record_carries_the_hosts_transport(
     transport = record_of(report, facts, join, environ, "node-0").transport
     assert transport is not None and transport.chosen == "Socket" and transport.fastest_kind == "IB"
     assert transport.slower and "libibverbs" in transport.reasons[0]
+
+
+def test_a_plugin_that_would_not_load_is_named_with_what_it_needs(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aws-ofi-rccl on the loader's path, its libfabric.so.1 not: RCCL's dlopen fails and it falls back to sockets."""
+    options = {"environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib"}}
+    report = _node(tmp_path, build, monkeypatch, slingshot=True, plugin="librccl-net.so", plugin_needs_libfabric=True,
+                   **options)  # type: ignore[arg-type]  # fmt: skip
+    (finding,) = transport(report)
+    assert "would not load: it needs libfabric.so, which the dynamic loader cannot find" in finding.summary
