@@ -37,6 +37,7 @@ FindingId = Literal[
     "rocm-not-found",
     "transport-slower-than-fabric",
     "transport-not-found",
+    "transport-setting-against-guide",
     "rocm-major-mismatch",
     "rocm-older-than-library",
     "rocm-path-mismatch",
@@ -485,6 +486,14 @@ def transport_slower_than_fabric(
 def transport_not_found(summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None) -> Finding:
     """NCCL_NET names a network RCCL does not have here: it fails to create the communicator."""
     return Finding("transport-not-found", "error", summary, fix, evidence, remedy=remedy)
+
+
+def transport_setting_against_guide(
+    severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+) -> Finding:
+    """A variable the sites' and vendors' guides require on this fabric, or mark harmful
+    (_policy/fabric_guides.json)."""
+    return Finding("transport-setting-against-guide", severity, summary, fix, evidence, remedy=remedy)
 
 
 def rocm_not_found(evidence: tuple[str, ...]) -> Finding:

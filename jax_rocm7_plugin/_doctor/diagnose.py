@@ -165,14 +165,40 @@ def _transport(facts: Facts) -> list[Finding]:
     if verdict.chosen == "none":
         summary = f"{verdict.reasons[0]}: RCCL fails to create its communicator"
         return [catalog.transport_not_found(summary, fix, evidence, remedy)]
-    if not verdict.slower:
-        return []
     across = settings.job_hosts is not None and settings.job_hosts > 1
+    found = _guides(verdict.fastest_kind, settings) if across else []
+    if not verdict.slower:
+        return found
     summary = (
         f"RCCL would carry traffic between hosts over {verdict.said()}, though this machine has "
         f"{verdict.fastest}: {verdict.reasons[0] if verdict.reasons else 'no usable RDMA port'}"
     )
-    return [catalog.transport_slower_than_fabric("warning" if across else "info", summary, fix, evidence, remedy)]
+    severity = "warning" if across else "info"
+    return [catalog.transport_slower_than_fabric(severity, summary, fix, evidence, remedy), *found]
+
+
+def _guides(fabric: str | None, settings: Settings) -> list[Finding]:
+    """In a job across hosts on a fabric the sites' guides cover: what they require or mark harmful."""
+    import re
+
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._findings import Remedy
+    from jax_rocm7_plugin._policy.fabric_guides import problems
+
+    found = []
+    for problem in problems(fabric or "", settings.environ or {}) if fabric else []:
+        setting = re.match(r"([A-Z_]+)=(\S+)", problem.fix)
+        remedy = Remedy(environment=((setting.group(1), setting.group(2)),)) if setting else None
+        shown = f"{problem.variable}={problem.value!r}" if problem.value is not None else f"{problem.variable} unset"
+        finding = catalog.transport_setting_against_guide(
+            problem.severity,  # type: ignore[arg-type]
+            f"on {fabric}, {problem.what}",
+            f"set {problem.fix}",
+            (shown, *problem.sources),
+            remedy,
+        )
+        found.append(finding)
+    return found
 
 
 def _release_or_none(facts: Facts) -> str | None:

@@ -146,6 +146,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "math-library-gpu-unsupported": "doctor only: the math libraries' kernel files (test_gpu_kernels.py)",
     "transport-not-found": "doctor only: RCCL's network, judged from the fabric's files (test_transport.py)",
     "transport-slower-than-fabric": "doctor only: RCCL's network against the fabric (test_transport.py)",
+    "transport-setting-against-guide": "doctor only: the sites' guides for a fabric (test_transport.py)",
     "runtime-library-missing": "doctor only: libraries the runtime opens by name (test_opened_libraries.py)",
     "rocm-client-failed": "the loader's, when the client fails to start in a multi-process job (test_job_check.py)",
     "loader-internal-error": "raised by an unforeseen exception, not by a check",

@@ -27,6 +27,14 @@ ROCE = tuple(
     for i in range(8)
 )
 JOB = {"SLURM_JOB_NUM_NODES": "2"}
+# What HPE's and the sites' guides set for RCCL on Slingshot (_policy/fabric_guides.json), with the plugin's folder.
+SLINGSHOT_SITE = {
+    "LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib",
+    "NCCL_NET": "OFI",
+    "NCCL_SOCKET_IFNAME": "hsn0,hsn1,hsn2,hsn3",
+    "FI_CXI_DISABLE_HOST_REGISTER": "1",
+    "FI_MR_CACHE_MONITOR": "userfaultfd",
+}
 LIB = "usr/lib/x86_64-linux-gnu"
 
 
@@ -70,12 +78,12 @@ def transport(report: Report) -> list[Finding]:
     [
         ("InfiniBand", IB, {}),
         ("RoCE", ROCE, {}),
-        ("Slingshot with aws-ofi-rccl", (), {"slingshot": True, "plugin": "librccl-net.so",
-                                             "environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib"}}),
+        ("Slingshot with aws-ofi-rccl, set as the guides say", (),
+         {"slingshot": True, "plugin": "librccl-net.so", "environ": SLINGSHOT_SITE}),
         ("no fabric", (), {"verbs_library": False, "verbs_nodes": False}),
-        ("Slingshot, NCCL_NET=OFI and the plugin", (), {"slingshot": True, "plugin": "librccl-net.so",
-                                                        "environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib",
-                                                                    "NCCL_NET": "OFI"}}),
+        ("Slingshot, one host alone (the guides speak of jobs across hosts)", (),
+         {"slingshot": True, "plugin": "librccl-net.so",
+          "environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib", "SLURM_JOB_NUM_NODES": "1"}}),
     ],
 )  # fmt: skip
 def test_healthy_nodes_say_nothing(
@@ -129,7 +137,7 @@ def test_slingshot_without_its_plugin_falls_back_to_sockets(
     tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = _node(tmp_path, build, monkeypatch, slingshot=True)
-    (finding,) = transport(report)
+    finding = next(f for f in transport(report) if f.id == "transport-slower-than-fabric")  # and the guides' rules
     assert finding.severity == "warning" and "Slingshot (cxi0, cxi1, cxi2, cxi3)" in finding.summary
     assert "no net plugin is on the dynamic loader's path (librccl-net.so or libnccl-net.so)" in finding.summary
     assert "aws-ofi-rccl" in finding.fix and "NCCL_NET=OFI" in finding.fix
@@ -191,8 +199,29 @@ def test_a_plugin_that_would_not_load_is_named_with_what_it_needs(
     tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """aws-ofi-rccl on the loader's path, its libfabric.so.1 not: RCCL's dlopen fails and it falls back to sockets."""
-    options = {"environ": {"LD_LIBRARY_PATH": "/opt/aws-ofi-rccl/lib"}}
+    options = {"environ": SLINGSHOT_SITE}
     report = _node(tmp_path, build, monkeypatch, slingshot=True, plugin="librccl-net.so", plugin_needs_libfabric=True,
                    **options)  # type: ignore[arg-type]  # fmt: skip
-    (finding,) = transport(report)
-    assert "would not load: it needs libfabric.so, which the dynamic loader cannot find" in finding.summary
+    (finding,) = transport(report)  # NCCL_NET=OFI, as the sites set it: RCCL stops instead of falling back
+    assert finding.id == "transport-not-found" and finding.severity == "error"
+    assert any(
+        "would not load: it needs libfabric.so, which the dynamic loader cannot find" in e for e in finding.evidence
+    )
+
+
+def test_a_slingshot_job_against_the_sites_guides_is_told_what_they_say(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each rule alone (a fix is checked by diagnosing again, where a second rule of the same id would remain)."""
+    harmful = {**SLINGSHOT_SITE, "FI_MR_CACHE_MONITOR": "memhooks"}
+    report = _node(tmp_path / "a", build, monkeypatch, slingshot=True, plugin="librccl-net.so", environ=harmful)
+    (memhooks,) = transport(report)
+    assert memhooks.severity == "warning" and "FI_MR_CACHE_MONITOR=memhooks" in memhooks.summary
+    assert "can hang with RCCL" in memhooks.summary and memhooks.fix.startswith("set FI_MR_CACHE_MONITOR=userfaultfd")
+    assert memhooks.remedy is not None and memhooks.remedy.checked is True, memhooks.remedy
+    missing = {k: v for k, v in SLINGSHOT_SITE.items() if k != "FI_CXI_DISABLE_HOST_REGISTER"}
+    report = _node(tmp_path / "b", build, monkeypatch, slingshot=True, plugin="librccl-net.so", environ=missing)
+    (register,) = transport(report)
+    assert register.summary.startswith("on Slingshot, FI_CXI_DISABLE_HOST_REGISTER is unset")
+    assert register.fix == "set FI_CXI_DISABLE_HOST_REGISTER=1" and register.remedy.checked is True  # type: ignore[union-attr]
+    assert any("shs-ccl-docs" in e for e in register.evidence)
