@@ -110,7 +110,7 @@ def comparison(count: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--library", type=Path, required=True, help="a PJRT plugin library (the stand-in)")
-    parser.add_argument("--processes", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--processes", type=int, nargs="*", default=[2, 4, 8], help="none: process 0's work only")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--records", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--python", default=sys.executable)

@@ -22,6 +22,7 @@ from jax_rocm7_plugin._policy import cluster_policy
 from jax_rocm7_plugin._policy.versions import release_str
 
 if TYPE_CHECKING:
+    from jax_rocm7_plugin._findings import Finding
     from jax_rocm7_plugin._policy import known_issues
     from jax_rocm7_plugin._policy.known_issues import Situation
 
@@ -598,8 +599,14 @@ def _known_issues(records: Records, hosts: dict[str, list[int]]) -> list[Cluster
     hit: dict[str, tuple[known_issues.KnownIssue, list[int], set[str]]] = {}
     confirmed: set[str] = set()  # entries the sources confirm for at least one process's configuration
     matched: dict[Situation, tuple[known_issues.Match, ...]] = {}  # most processes of a job share one situation
+    situations: dict[tuple[Any, ...], Situation] = {}  # and most records share their parts (decode's cache)
     for pid in sorted(records):
-        situation = _situation(records[pid], len(hosts))
+        record = records[pid]
+        alike = (id(record.versions), id(record.gpus), id(record.rocm), record.visible, record.join.local_device_ids,
+                 record.ok, record.environment)  # fmt: skip
+        situation = situations.get(alike)
+        if situation is None:
+            situation = situations[alike] = _situation(record, len(hosts))
         if situation not in matched:
             matched[situation] = tuple(known_issues.matches(situation, multi_host=True))
         for match in matched[situation]:
@@ -654,10 +661,14 @@ def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFi
     from jax_rocm7_plugin._settings import device_selection
 
     bad: dict[int, ClusterFinding] = {}
+    judged: dict[tuple[Any, ...], Finding | None] = {}  # records alike in what the rule reads are judged once
     for pid, record in records.items():
-        devices = device_selection(dict(record.environment))
-        ids = [gpu_uuid(g.unique_id) for g in record.gpus]
-        finding = index_finding(index_problems(devices, ids), len(record.gpus), devices.rocr)
+        alike = (record.environment, id(record.gpus))
+        if alike not in judged:
+            devices = device_selection(dict(record.environment))
+            ids = [gpu_uuid(g.unique_id) for g in record.gpus]
+            judged[alike] = index_finding(index_problems(devices, ids), len(record.gpus), devices.rocr)
+        finding = judged[alike]
         if finding is not None:
             bad[pid] = catalog.mismatch(
                 "cluster-visible-devices-invalid", "warning", finding.summary, finding.fix, (pid,), (record.host,)

@@ -263,7 +263,8 @@ def decode(text: str, shared: dict[str, dict[str, Any]] | None = None) -> Proces
                 shared[shared_text] = fields
     except json.JSONDecodeError as error:
         raise ValueError(f"not a cluster record: {error}") from None
-    return ProcessRecord(**own, **fields)
+    merged = {**own, **fields}
+    return ProcessRecord._make([merged[name] for name in ProcessRecord._fields])  # by position: 10,000 are fast
 
 
 def _optional_int(value: Any) -> int | None:
