@@ -131,10 +131,16 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     if missing is None:
         return found
     from jax_rocm7_plugin._machine.rocm_elsewhere import refine, search
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     settings = facts.settings
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
-    told = refine(missing, search(settings.sysroot, known), settings.ld_library_path)
+    try:  # a stale network mount under /home must not hang the doctor
+        elsewhere = with_deadline(lambda: search(settings.sysroot, known), 5.0)  # bounded itself; a hang is not
+    except Deadline as late:
+        said = f"the search beyond the loader's path stopped at {late.path} after {late.seconds:g} s"
+        return [f._replace(evidence=(*f.evidence, said)) if f is missing else f for f in found]
+    told = refine(missing, elsewhere, settings.ld_library_path)
     return [told if f is missing else f for f in found]
 
 
@@ -145,10 +151,14 @@ def _transport(facts: Facts) -> list[Finding]:
     from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._findings import Remedy
     from jax_rocm7_plugin._machine.transport import read_transport
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     settings = facts.settings
     installs = facts.runtime.installs if facts.runtime is not None else []
-    verdict = read_transport(settings, [d for i in installs for d in i.library_dirs])
+    try:
+        verdict = with_deadline(lambda: read_transport(settings, [d for i in installs for d in i.library_dirs]))
+    except Deadline:
+        return []  # sysfs that does not answer: the node-health read names such a file
     if verdict is None:
         return []  # no fabric and nothing asked of it: sockets are all this machine has
     evidence = (

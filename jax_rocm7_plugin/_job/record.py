@@ -573,7 +573,12 @@ def build_record(
 
     rdma = rdma_devices(root)
     installs = facts.runtime.installs if facts.runtime is not None else []
-    verdict = read_transport(facts.settings, [d for i in installs for d in i.library_dirs])
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    try:
+        verdict = with_deadline(lambda: read_transport(facts.settings, [d for i in installs for d in i.library_dirs]))
+    except Deadline:
+        verdict = None
     transport = (
         None
         if verdict is None

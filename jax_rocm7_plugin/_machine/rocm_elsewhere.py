@@ -180,13 +180,15 @@ def _dpkg(root: Path, max_files: int, max_bytes: int) -> Iterator[Elsewhere]:
 
     budget = max_bytes
     for listing in _bounded_glob(root, (elsewhere_package_databases()["dpkg_lists"],), max_files):
+        from jax_rocm7_plugin._safe_io import read_text
+
         try:
             size = listing.stat().st_size
             if size > budget:
                 return
             budget -= size
-            text = listing.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_text(listing, size + 4096)  # a regular file only: a FIFO planted there never blocks
+        except (OSError, ValueError):
             continue
         if HIP_RUNTIME_PREFIX not in text:
             continue

@@ -243,7 +243,7 @@ def read_transport(settings: Settings, library_dirs: Sequence[Path] = ()) -> Tra
         if "/" in name:
             path = root / name.lstrip("/")
             return path if path.is_file() else None
-        return next((d / name for d in dirs if (d / name).exists()), None)
+        return next((d / name for d in dirs if (d / name).is_file()), None)  # a FIFO there is no library
 
     def unloadable(path: Path) -> str | None:
         """Why dlopen would fail on a plugin found: not an x86-64 ELF, or a library it needs that is not found."""

@@ -160,3 +160,22 @@ def test_a_real_rpm_database_names_the_package_whose_runtime_the_disk_lost(
     assert (root / "var" / "lib" / "rpm" / "rpmdb.sqlite").is_file()
     finding = _not_found(doctor(environ, root, library))
     assert finding.fix == "reinstall the package: sudo dnf reinstall hip-runtime-amd"  # type: ignore[attr-defined]
+
+
+def test_fifos_planted_where_package_databases_are_never_block_the_search(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO with a dpkg list's name, one with rpm's database's name: read as nothing, at once (a blocking read of
+    either would hang the doctor)."""
+    import os
+
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    (root / "var" / "lib" / "dpkg" / "info").mkdir(parents=True)
+    os.mkfifo(root / "var" / "lib" / "dpkg" / "info" / "hip-runtime-amd:amd64.list")
+    (root / "var" / "lib" / "rpm").mkdir(parents=True)
+    os.mkfifo(root / "var" / "lib" / "rpm" / "rpmdb.sqlite")
+    finding = _not_found(doctor(environ, root, library))
+    assert finding.fix.startswith("install ROCm 7")  # type: ignore[attr-defined]
+    assert any("searched beyond the loader's path" in e for e in finding.evidence)  # type: ignore[attr-defined]
+    assert not any("stopped at" in e for e in finding.evidence)  # type: ignore[attr-defined]  # not cut by the deadline

@@ -225,3 +225,19 @@ def test_a_slingshot_job_against_the_sites_guides_is_told_what_they_say(
     assert register.summary.startswith("on Slingshot, FI_CXI_DISABLE_HOST_REGISTER is unset")
     assert register.fix == "set FI_CXI_DISABLE_HOST_REGISTER=1" and register.remedy.checked is True  # type: ignore[union-attr]
     assert any("shs-ccl-docs" in e for e in register.evidence)
+
+
+def test_a_fifo_with_the_plugins_name_is_no_plugin(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening it would block the doctor (a FIFO never answers): it is no library, and the node has none."""
+    import os
+
+    root, env, library = build_host(HEALTHY[0].but(environ=JOB), "7.14.0", tmp_path, build, monkeypatch)
+    write_interfaces(root, ("lo", "eth0"))
+    write_slingshot(root)
+    (root / LIB).mkdir(parents=True, exist_ok=True)
+    os.mkfifo(root / LIB / "librccl-net.so")
+    report = doctor(env, root, library)
+    finding = next(f for f in transport(report) if f.id == "transport-slower-than-fabric")
+    assert "no net plugin is on the dynamic loader's path" in finding.summary
