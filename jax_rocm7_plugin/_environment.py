@@ -314,6 +314,19 @@ def listed(names: Iterable[str], environ: Mapping[str, str] | None = None) -> li
     return sorted((n, source[n]) for n in set(names) if n in source)
 
 
+def job_hosts(environ: Mapping[str, str] | None = None) -> int | None:
+    """How many hosts the launcher gives this job: Slurm's node count, else Open MPI's world size over its
+    local size (tasks spread evenly); None outside a launcher or where the values are not numbers."""
+    for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        value = read(name, environ) or ""
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    world, local = read("OMPI_COMM_WORLD_SIZE", environ) or "", read("OMPI_COMM_WORLD_LOCAL_SIZE", environ) or ""
+    if world.isdigit() and local.isdigit() and int(local) > 0:
+        return max(1, -(-int(world) // int(local)))
+    return None
+
+
 def everything(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Every variable set, for the two readers that must see all of them: the report's redaction (a secret can
     be anywhere) and the loader's account of what it changed. Nothing else reads the environment whole."""

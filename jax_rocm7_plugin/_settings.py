@@ -178,17 +178,7 @@ def device_selection(environ: Mapping[str, str]) -> DeviceSelection:
     return DeviceSelection(*(read(name, environ) for name in (ROCR_VISIBLE, HIP_VISIBLE, CUDA_VISIBLE, GPU_ORDINAL)))
 
 
-def job_hosts(environ: Mapping[str, str]) -> int | None:
-    """How many hosts the launcher gives this job: Slurm's node count, else Open MPI's world size over its
-    local size (tasks spread evenly); None outside a launcher or where the values are not numbers."""
-    for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
-        value = read(name, environ) or ""
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    world, local = read("OMPI_COMM_WORLD_SIZE", environ) or "", read("OMPI_COMM_WORLD_LOCAL_SIZE", environ) or ""
-    if world.isdigit() and local.isdigit() and int(local) > 0:
-        return max(1, -(-int(world) // int(local)))
-    return None
+job_hosts = _environment.job_hosts  # stated in the foundation: the warm path's plan key reads it too
 
 
 def _load_timeout(value: str, found: list[Finding]) -> float:

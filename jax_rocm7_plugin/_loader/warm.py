@@ -55,9 +55,9 @@ STEERING_PREFIXES = (
     "ROCBLAS_",
     "HIPBLASLT_",
     "MIOPEN_",
-    "SLURM_",
-    "OMPI_",
 )
+# Not the launchers' SLURM_* and OMPI_*: a job's identity changes with every job, and the one thing of it that steers
+# the decision (the hosts it spans, which known issues of jobs across hosts match) is in the key as a count.
 TOPOLOGY = "sys/class/kfd/kfd/topology"
 _SMALL = 16 * 1024
 _OWN_FOLDERS = ("", "_loader", "_policy", "_machine", "_binary")  # this package's files the decision is made by
@@ -109,7 +109,7 @@ def plan_key(environ: Mapping[str, str], platforms: str | None) -> str:
     steering = _environment.matching(STEERING_PREFIXES, environ)
     versions = [getattr(sys.modules.get(m), "__version__", "") for m in ("jax.version", "jaxlib.version")]
     parts = [str(PLAN_FORMAT), sys.version, *versions, str(platforms), json.dumps(steering), json.dumps(sys.path)]
-    parts += [_sysroot(environ), _own_files(), str(os.geteuid())]
+    parts += [_sysroot(environ), _own_files(), str(os.geteuid()), str(_environment.job_hosts(environ))]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 

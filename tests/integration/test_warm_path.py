@@ -101,6 +101,18 @@ def test_what_the_first_start_said_is_said_again(machine: Machine) -> None:
     assert any("cuda-visible-devices-set" in line and " WARNING " in line for line in said(second))
 
 
+def test_a_lone_process_of_the_next_slurm_job_uses_the_plan(machine: Machine) -> None:
+    """`srun -n 1 python train.py` twice: the second job's ids differ, its one process takes the plan; a job across
+    another number of hosts (known issues of jobs across hosts match by it) does not."""
+    first = {"SLURM_JOB_ID": "1001", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_JOB_NUM_NODES": "1"}
+    cold, _ = machine.start(**first)
+    assert not warm(cold)
+    again, log = machine.start(**{**first, "SLURM_JOB_ID": "1002", "SLURM_STEP_ID": "3"})
+    assert warm(again) and "(the plan of the last start)" in log
+    wider, _ = machine.start(**{**first, "SLURM_JOB_ID": "1003", "SLURM_JOB_NUM_NODES": "4"})
+    assert not warm(wider)
+
+
 @pytest.mark.parametrize(
     "change",
     ["library replaced in place", "ROCm upgraded", "GPU gone", "render node no longer ours", "variable set"],
