@@ -252,9 +252,8 @@ def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
 def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
     """library-dependency-missing where a ROCm 7 install on this machine holds every missing library, in folders the
     dynamic loader does not search: the step that makes it look there (checked), not "install ROCm 7"."""
-    import os
-
     from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._machine import unrooted
     from jax_rocm7_plugin._machine.rocm_elsewhere import loader_step
     from jax_rocm7_plugin._names import ROCM_MAJOR
 
@@ -267,7 +266,7 @@ def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
         holding = [d for d in install.library_dirs if any((d / name).exists() for name in missing)]
         if not holding or not all(any((d / n).exists() for d in holding) for n in missing):
             continue
-        dirs = ["/" + os.path.relpath(d, root) if str(root) != "/" else str(d) for d in install.library_dirs]
+        dirs = [unrooted(d, root) for d in install.library_dirs]
         fix, remedy = loader_step(
             install.location, dirs, settings.ld_library_path, link=not (root / "opt" / "rocm").exists()
         )

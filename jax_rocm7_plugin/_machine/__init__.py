@@ -11,12 +11,18 @@ def host_path(root: Path, absolute: str | os.PathLike[str]) -> Path:
     return root / os.fspath(absolute).lstrip("/")
 
 
-def machine_path(path: Path, root: Path) -> str:
-    """`path` (a file under `root`) as the machine it lies on names it: host_path's inverse, and through /opt/rocm
-    where that link leads to it (what users put on LD_LIBRARY_PATH and in HIP_DEVICE_LIB_PATH)."""
-    text = str(path)
+def unrooted(path: Path, root: Path) -> str:
+    """`path` (a file under `root`) as the machine it lies on names it: host_path's inverse. A path outside `root`
+    is left as it is."""
     if str(root) != "/" and path.is_relative_to(root):
-        text = "/" + os.path.relpath(path, root)
+        return "/" + os.path.relpath(path, root)
+    return str(path)
+
+
+def machine_path(path: Path, root: Path) -> str:
+    """unrooted, and through /opt/rocm where that link leads to `path` (what users put on LD_LIBRARY_PATH and in
+    HIP_DEVICE_LIB_PATH)."""
+    text = unrooted(path, root)
     rocm = root / "opt" / "rocm"
     if rocm.is_symlink() and path.resolve().is_relative_to(rocm.resolve()):
         text = "/opt/rocm/" + os.path.relpath(path.resolve(), rocm.resolve())

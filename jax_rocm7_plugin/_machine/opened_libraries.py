@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine import unrooted
 from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
 from jax_rocm7_plugin._policy.opened_libraries import OpenedLibrary
 from jax_rocm7_plugin._record import NamedTuple
@@ -69,12 +70,12 @@ def opened_findings(states: Sequence[Opened], root: Path) -> list[Finding]:
             else f"opener: {library.opener} not found; resolved as from a library without RPATH or RUNPATH",
             f"looked for {asked} as dlopen does: the opener's RUNPATH, LD_LIBRARY_PATH, ld.so.conf's folders, "
             "the default folders",
-            *(f"a copy at {_machine_path(c, root)}, in no folder the loader searches" for c in state.copies),
+            *(f"a copy at {unrooted(c, root)}, in no folder the loader searches" for c in state.copies),
             *library.evidence,
         ]
         usable = [c for c in state.copies if c.name in state.names]
         if usable:
-            folder = _machine_path(usable[0].parent, root)
+            folder = unrooted(usable[0].parent, root)
             fix = (
                 f"make the loader find the copy in {folder}: echo {folder} | sudo tee /etc/ld.so.conf.d/{library.name}"
                 f".conf && sudo ldconfig (or export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH)"
@@ -83,18 +84,10 @@ def opened_findings(states: Sequence[Opened], root: Path) -> list[Finding]:
             copy = state.copies[0]
             fix = (
                 f"this ROCm's {library.opener} asks for {asked}, but the copy is {copy.name}: link it "
-                f"(sudo ln -s {copy.name} {_machine_path(copy.parent, root)}/{state.names[0]}) and make the folder "
+                f"(sudo ln -s {copy.name} {unrooted(copy.parent, root)}/{state.names[0]}) and make the folder "
                 f"known to the loader (a file in /etc/ld.so.conf.d, then sudo ldconfig), or {library.install}"
             )
         else:
             fix = library.install
         found.append(catalog.runtime_library_missing(summary, fix, tuple(evidence)))
     return found
-
-
-def _machine_path(path: Path, root: Path) -> str:
-    """The path as the machine knows it (without the sysroot the doctor reads through)."""
-    try:
-        return "/" + str(path.relative_to(root)) if str(root) != "/" else str(path)
-    except ValueError:
-        return str(path)

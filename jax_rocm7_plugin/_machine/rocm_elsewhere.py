@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jax_rocm7_plugin._findings import Finding, Remedy
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import host_path, unrooted
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -94,10 +94,6 @@ def _bounded_glob(root: Path, patterns: Sequence[str], limit: int) -> Iterator[P
             yield Path(path)
 
 
-def _machine(root: Path, path: Path) -> str:
-    return "/" + os.path.relpath(path, root) if str(root) != "/" else str(path)
-
-
 def _runtimes(directory: Path) -> list[Path]:
     try:
         names = os.listdir(directory)
@@ -128,12 +124,12 @@ def _trees(root: Path, limit: int) -> Iterator[Elsewhere]:
             continue
         runtime = max(runtimes, key=lambda p: p.name)
         yield Elsewhere(
-            location=_machine(root, home),
+            location=unrooted(home, root),
             kind="tree",
-            runtime=_machine(root, runtime),
+            runtime=unrooted(runtime, root),
             version=_tree_version(home, runtime),
             source=f"{runtime.name} on disk",
-            library_dirs=tuple(_machine(root, d) for d in dirs),
+            library_dirs=tuple(unrooted(d, root) for d in dirs),
         )
 
 
@@ -147,11 +143,11 @@ def _pip_sites(root: Path, limit: int) -> Iterator[Elsewhere]:
         distributions = _rocm_distributions(site)
         core = next((v for n, v in distributions if n.lower() == PIP_ROCM_DISTRIBUTION), None)
         yield Elsewhere(
-            location=_machine(root, site / PIP_ROCM_PACKAGE),
+            location=unrooted(site / PIP_ROCM_PACKAGE, root),
             kind="pip",
-            runtime=_machine(root, runtimes[-1]),
+            runtime=unrooted(runtimes[-1], root),
             version=core,
-            source=f"pip, in the environment of {_machine(root, site)}",
+            source=f"pip, in the environment of {unrooted(site, root)}",
             requirements=tuple(f"{n}=={v}" for n, v in distributions),
         )
 
@@ -359,7 +355,7 @@ def owner(root: Path, path: str) -> tuple[str, str] | None:
     from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
 
     limits = elsewhere_limits()
-    wanted = {path, _machine(root, host_path(root, path).resolve())}
+    wanted = {path, unrooted(host_path(root, path).resolve(), root)}
     for item in (*_dpkg(root, limits["list_files"], limits["list_bytes"]), *_rpm(root, limits["rpm_packages"])):
         if item.runtime in wanted and item.package is not None:
             system, _, package = item.package.partition(":")

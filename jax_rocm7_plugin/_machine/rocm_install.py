@@ -13,13 +13,12 @@ the soname major of the HIP runtime (libamdhip64.so.7 -> 7).
 from __future__ import annotations
 
 import glob
-import os
 import re
 from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import host_path, unrooted
 from jax_rocm7_plugin._names import (
     HIP_RUNTIME_PREFIX,
     JAX_EXTRA_REQUIREMENT,
@@ -115,8 +114,7 @@ def find_rocm_installs(root: Path, rocm_path: str | None, loader_dirs: list[str]
         add(_rocm_tree(host_path(root, rocm_path), rocm_path, "ROCM_PATH"), host_path(root, rocm_path))
     add(_rocm_tree(host_path(root, "/opt/rocm"), "/opt/rocm", "/opt/rocm"), host_path(root, "/opt/rocm"))
     for path in sorted(glob.glob(str(host_path(root, "/opt/rocm-*")))):
-        location = "/" + os.path.relpath(path, root)
-        add(_rocm_tree(Path(path), location, "/opt/rocm-*"), Path(path))
+        add(_rocm_tree(Path(path), unrooted(Path(path), root), "/opt/rocm-*"), Path(path))
     for directory in loader_dirs:
         real = host_path(root, directory)
         runtimes = _hip_runtimes(real)

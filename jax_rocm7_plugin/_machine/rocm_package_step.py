@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from jax_rocm7_plugin._machine import unrooted
 from jax_rocm7_plugin._machine.rocm_install import RocmInstall, install_root, layout
 
 
@@ -33,8 +34,7 @@ def package_step(missing: Sequence[str], install: RocmInstall, root: Path, gpus:
         return None
     from jax_rocm7_plugin._machine.rocm_elsewhere import owner
 
-    machine_path = "/" + str(runtime.relative_to(root)) if runtime.is_relative_to(root) else str(runtime)
-    owned = owner(root, machine_path)
+    owned = owner(root, unrooted(runtime, root))
     if owned is not None:
         return _package_step(owned, missing, root, gpus, version)
     home = install_root(install, root)
