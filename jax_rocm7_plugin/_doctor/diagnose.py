@@ -151,16 +151,11 @@ def _transport(facts: Facts) -> list[Finding]:
     from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._findings import Remedy
     from jax_rocm7_plugin._machine.transport import read_transport
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     settings = facts.settings
-    installs = facts.runtime.installs if facts.runtime is not None else []
-    try:
-        verdict = with_deadline(lambda: read_transport(settings, [d for i in installs for d in i.library_dirs]))
-    except Deadline:
-        return []  # sysfs that does not answer: the node-health read names such a file
+    verdict = read_transport(settings, facts.runtime.installs if facts.runtime is not None else ())
     if verdict is None:
-        return []  # no fabric and nothing asked of it: sockets are all this machine has
+        return []  # no fabric and nothing asked of it (sockets are all this machine has), or sysfs that hung
     evidence = (
         f"RCCL would use: {verdict.said()}",
         f"the fastest this machine has: {verdict.fastest or 'none'}",

@@ -470,9 +470,7 @@ def _transport(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFin
                     or "make the hosts named alike: the same fabric, drivers, libraries and NCCL_* variables",
                     processes,
                     names,
-                    tuple(f"{h}: {t.said}" + (f" ({t.reasons[0]})" if t.reasons else "") for h, t in facts.items())[
-                        :16
-                    ],
+                    tuple(_transport_line(h, t) for h, t in facts.items())[:16],
                 )
             )
     slower = [host for host, t in facts.items() if t.slower]
@@ -496,6 +494,7 @@ def _transport(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFin
 
 
 def _transport_line(host: str, fact: TransportFact) -> str:
+    """One host's choice as evidence: the network and the first reason it is not a faster one."""
     return f"{host}: {fact.said}" + (f" ({fact.reasons[0]})" if fact.reasons else "")
 
 

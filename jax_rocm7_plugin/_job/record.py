@@ -153,13 +153,7 @@ class ProcessRecord(NamedTuple):
             "health": None
             if self.health is None
             else {"gpus": [list(g) for g in self.health.gpus], "faults": [list(f) for f in self.health.faults]},
-            "transport": None
-            if self.transport is None
-            else {
-                **self.transport._asdict(),
-                "reasons": list(self.transport.reasons),
-                "steps": list(self.transport.steps),
-            },
+            "transport": None if self.transport is None else _transport_json(self.transport),
         }
 
 
@@ -572,13 +566,7 @@ def build_record(
     from jax_rocm7_plugin._machine.transport import read_transport
 
     rdma = rdma_devices(root)
-    installs = facts.runtime.installs if facts.runtime is not None else []
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
-
-    try:
-        verdict = with_deadline(lambda: read_transport(facts.settings, [d for i in installs for d in i.library_dirs]))
-    except Deadline:
-        verdict = None
+    verdict = read_transport(facts.settings, facts.runtime.installs if facts.runtime is not None else ())
     transport = (
         None
         if verdict is None

@@ -28,6 +28,7 @@ from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
+    from jax_rocm7_plugin._machine.rocm_install import RocmInstall
     from jax_rocm7_plugin._settings import Settings
 
 VERBS_SONAMES = ("libibverbs.so", "libibverbs.so.1")
@@ -189,11 +190,11 @@ def predict(
             if net.lower() == "socket":
                 return Transport("Socket", tuple(sockets), fastest, kind, (f"NCCL_NET={net} chooses sockets",),
                                  ("unset NCCL_NET",), ("NCCL_NET",))  # fmt: skip
-            return _not_found(net, fastest, kind, sockets)
+            return _not_found(net, fastest, kind)
         rate = sum(p.rate_gbps or 0.0 for p in selected) or None
         return Transport(chosen, used, fastest, kind, (), (), gbps=rate)
     if net and net.lower() != "socket":
-        return _not_found(net, fastest, kind, sockets, reasons, steps)
+        return _not_found(net, fastest, kind, reasons, steps)
     return Transport(
         "Socket", tuple(sockets), fastest, kind, tuple(reasons), tuple(steps), tuple(unset), tuple(setting)
     )
@@ -203,7 +204,6 @@ def _not_found(
     net: str,
     fastest: str | None,
     kind: str | None,
-    sockets: list[str],
     reasons: Sequence[str] = (),
     steps: Sequence[str] = (),
 ) -> Transport:
@@ -222,10 +222,20 @@ def verbs_node_usable(root: Path, node: str) -> bool:
         return False
 
 
-def read_transport(settings: Settings, library_dirs: Sequence[Path] = ()) -> Transport | None:
-    """The transport of this machine as `settings` read it (None: no fabric and nothing asked of one). The dynamic
-    loader's search is LD_LIBRARY_PATH, ld.so.conf and the default folders, plus `library_dirs` (the ROCm install's,
-    which RCCL's own RUNPATH names)."""
+def read_transport(settings: Settings, installs: Sequence[RocmInstall] = ()) -> Transport | None:
+    """The transport of this machine as `settings` read it, within the machine probes' deadline (None: no fabric and
+    nothing asked of one, or sysfs that does not answer; the node-health read names such a file). The dynamic
+    loader's search is LD_LIBRARY_PATH, ld.so.conf and the default folders, plus the folders of `installs` (the ROCm
+    installs found: RCCL's own RUNPATH names them)."""
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    try:
+        return with_deadline(lambda: _read_transport(settings, [d for i in installs for d in i.library_dirs]))
+    except Deadline:
+        return None
+
+
+def _read_transport(settings: Settings, library_dirs: Sequence[Path]) -> Transport | None:
     from jax_rocm7_plugin import _environment
     from jax_rocm7_plugin._machine.fabric import read_fabric
     from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, search_dirs
