@@ -16,11 +16,10 @@ import re
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine.network import INFINIBAND_CLASS, INFINIBAND_DEVICES
 from jax_rocm7_plugin._record import NamedTuple
 
-INFINIBAND_CLASS = "/sys/class/infiniband"
 CXI_CLASS = "/sys/class/cxi"
-VERBS_DIR = "/dev/infiniband"
 MAX_DEVICES = 64
 MAX_PORTS = 8
 MAX_GIDS = 16
@@ -60,15 +59,6 @@ class Fabric(NamedTuple):
     ports: tuple[RdmaPort, ...]
     verbs_nodes: tuple[str, ...]  # /dev/infiniband entries (uverbs0, rdma_cm, ...)
     cxi_devices: tuple[str, ...]  # HPE Slingshot Cassini NICs (/sys/class/cxi)
-
-    @property
-    def active_ports(self) -> tuple[RdmaPort, ...]:
-        return tuple(p for p in self.ports if p.active)
-
-    @property
-    def fastest(self) -> RdmaPort | None:
-        """The active port of the highest rate (None: no active RDMA port)."""
-        return max(self.active_ports, key=lambda p: p.rate_gbps or 0.0, default=None)
 
 
 def _read(path: Path) -> str:
@@ -129,6 +119,6 @@ def read_fabric(root: Path) -> Fabric:
         ports.extend(_port(device_dir, device, n, pci, numa) for n in numbers)
     return Fabric(
         ports=tuple(ports),
-        verbs_nodes=tuple(_listing(host_path(root, VERBS_DIR))),
+        verbs_nodes=tuple(_listing(host_path(root, INFINIBAND_DEVICES))),
         cxi_devices=tuple(_listing(host_path(root, CXI_CLASS))),
     )

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine.network import INFINIBAND_CLASS, NET_CLASS
 
 _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d+)")
 
@@ -21,7 +22,7 @@ _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d+)")
 def present(kind: str, sysroot: Path) -> str | None:
     """A value naming what this machine has of `kind`, for the fix (None: nothing to name): every RDMA device; every
     network interface but loopback."""
-    folder = {"interfaces": "/sys/class/net", "rdma-devices": "/sys/class/infiniband"}.get(kind)
+    folder = {"interfaces": NET_CLASS, "rdma-devices": INFINIBAND_CLASS}.get(kind)
     if folder is None:
         return None
     try:
@@ -46,9 +47,9 @@ def missing(kind: str, value: str, sysroot: Path) -> str | None:
             return f"names {text}, which is {'not a file' if path.exists() else 'not there'} on this machine"
         return None
     if kind == "interfaces":
-        return _list_missing(text, host_path(sysroot, "/sys/class/net"), "network interface", ports=False)
+        return _list_missing(text, host_path(sysroot, NET_CLASS), "network interface", ports=False)
     if kind == "rdma-devices":
-        return _list_missing(text, host_path(sysroot, "/sys/class/infiniband"), "RDMA device", ports=True)
+        return _list_missing(text, host_path(sysroot, INFINIBAND_CLASS), "RDMA device", ports=True)
     if kind == "address":
         match = _ADDRESS.fullmatch(text)
         if match is None or not 0 < int(match.group(1)) < 65536:
@@ -57,16 +58,17 @@ def missing(kind: str, value: str, sysroot: Path) -> str | None:
 
 
 def _list_missing(text: str, folder: Path, what: str, *, ports: bool) -> str | None:
-    if text.startswith("^"):
+    from jax_rocm7_plugin._machine.transport import rccl_list
+
+    exclude, exact, entries = rccl_list(text)
+    if exclude:
         return None  # what to leave out
-    exact = text.startswith("=")
     try:
         present = sorted(os.listdir(folder))
     except OSError:
         return None if what == "network interface" else f"names {what}s, and this machine has none ({folder} absent)"
     unmatched = []
-    for entry in filter(None, (e.strip() for e in text.lstrip("=").split(","))):
-        name, _, port = entry.partition(":")
+    for entry, name, port in entries:
         hits = [p for p in present if (p == name if exact else p.startswith(name))]
         if not hits:
             unmatched.append(entry)

@@ -59,8 +59,9 @@ class Transport(NamedTuple):
         return {"plugin": "a net plugin", "none": "no network"}.get(self.chosen, self.chosen) + where
 
 
-def _split(value: str) -> tuple[bool, bool, list[tuple[str, int | None]]]:
-    """RCCL's list grammar (src/misc/utils.cc): '^' excludes, '=' matches exactly, entries 'name[:port]'."""
+def rccl_list(value: str) -> tuple[bool, bool, list[tuple[str, str, str]]]:
+    """RCCL's list grammar (src/misc/utils.cc): '^' excludes, '=' matches exactly, entries 'name[:port]', each as
+    (the entry as written, name, port: "" where none)."""
     text = value.strip()
     exclude = text.startswith("^")
     text = text.lstrip("^")
@@ -68,7 +69,7 @@ def _split(value: str) -> tuple[bool, bool, list[tuple[str, int | None]]]:
     entries = []
     for entry in filter(None, (e.strip() for e in text.lstrip("=").split(","))):
         name, _, port = entry.partition(":")
-        entries.append((name, int(port) if port.isdigit() else None))
+        entries.append((entry, name, port))
     return exclude, exact, entries
 
 
@@ -76,9 +77,10 @@ def matches(value: str | None, name: str, port: int | None = None) -> bool:
     """Whether `name` (port `port`) passes an NCCL_IB_HCA / NCCL_SOCKET_IFNAME list (None or empty: everything)."""
     if not value or not value.strip():
         return True
-    exclude, exact, entries = _split(value)
+    exclude, exact, entries = rccl_list(value)
     hit = any(
-        (name == n if exact else name.startswith(n)) and (p is None or port is None or p == port) for n, p in entries
+        (name == n if exact else name.startswith(n)) and (not p.isdigit() or port is None or int(p) == port)
+        for _, n, p in entries
     )
     return hit != exclude
 
