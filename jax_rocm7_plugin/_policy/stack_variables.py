@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from jax_rocm7_plugin._environment import listed
 from jax_rocm7_plugin._record import NamedTuple
@@ -29,10 +29,7 @@ Kind = Literal[
     "bool01", "int", "gfx-version", "xla-flags", "path", "path-list", "enum", "enum-exact", "indices", "clr-bool",
     "rocprof-bool", "miopen-bool", "jax-bool", "c-integer", "python-int", "python-float", "ignored", "read",
 ]  # fmt: skip
-KINDS = (
-    "bool01", "int", "gfx-version", "xla-flags", "path", "path-list", "enum", "enum-exact", "indices", "clr-bool",
-    "rocprof-bool", "miopen-bool", "jax-bool", "c-integer", "python-int", "python-float", "ignored", "read",
-)  # fmt: skip
+KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
 MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address")
 Severity = Literal["error", "warning", "info"]
