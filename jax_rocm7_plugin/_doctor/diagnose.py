@@ -184,16 +184,13 @@ def _transport(facts: Facts) -> list[Finding]:
 
 def _guides(fabric: str | None, settings: Settings) -> list[Finding]:
     """In a job across hosts on a fabric the sites' guides cover: what they require or mark harmful."""
-    import re
-
     from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._findings import Remedy
     from jax_rocm7_plugin._policy.fabric_guides import problems
 
     found = []
     for problem in problems(fabric or "", settings.environ or {}) if fabric else []:
-        setting = re.match(r"([A-Z_]+)=(\S+)", problem.fix)
-        remedy = Remedy(environment=((setting.group(1), setting.group(2)),)) if setting else None
+        remedy = Remedy(environment=((problem.variable, problem.setting),))
         shown = f"{problem.variable}={problem.value!r}" if problem.value is not None else f"{problem.variable} unset"
         finding = catalog.transport_setting_against_guide(
             problem.severity,  # type: ignore[arg-type]

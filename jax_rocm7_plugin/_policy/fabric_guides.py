@@ -19,9 +19,14 @@ class GuideProblem(NamedTuple):
     variable: str
     value: str | None  # as set (None: unset)
     what: str
-    fix: str
+    setting: str  # the value the guides set
+    note: str | None  # what the guides add to it ("(or kdreg2 where the site provides it)")
     severity: str
     sources: tuple[str, ...]
+
+    @property
+    def fix(self) -> str:
+        return f"{self.variable}={self.setting}" + (f" {self.note}" if self.note else "")
 
 
 @cache
@@ -30,6 +35,8 @@ def _rules() -> tuple[dict[str, Any], ...]:
     for rule in rules:
         if not rule.get("sources") or not all(s.startswith("https://") for s in rule["sources"]):
             raise ValueError(f"fabric guide rule {rule.get('variable')!r}: cite the guides")
+        if not isinstance(rule.get("set"), str) or not rule["set"]:
+            raise ValueError(f"fabric guide rule {rule.get('variable')!r}: 'set' is the value the guides set")
     return tuple(rules)
 
 
@@ -46,7 +53,8 @@ def problems(fabric: str, environ: Mapping[str, str]) -> list[GuideProblem]:
             what = f"{name} is {'unset' if value is None else repr(value)}: {rule['why']}"
         else:
             continue
-        found.append(GuideProblem(name, value, what, rule["fix"], rule["severity"], tuple(rule["sources"])))
+        sources = tuple(rule["sources"])
+        found.append(GuideProblem(name, value, what, rule["set"], rule.get("note"), rule["severity"], sources))
     return found
 
 
