@@ -21,6 +21,7 @@ from jax_rocm7_plugin._record import NamedTuple
 KFD_DEVICE = "/dev/kfd"
 DXG_DEVICE = "/dev/dxg"
 AMDGPU_MODULE = "/sys/module/amdgpu"
+CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")  # what docker and podman put in their containers
 
 
 class DeviceNode(NamedTuple):
@@ -231,9 +232,9 @@ def access_fix(state: MachineState, nodes: list[DeviceNode]) -> tuple[str, tuple
             "lxc.idmap = g <id> <host id> 1"
         )
         return fix, evidence, None
-    container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))
+    container = _in_container(state.root)
     plural = "s" if len(gids) > 1 else ""
-    render = next((gid for gid, name in names.items() if name == "render"), None)
+    render = _render_gid(names)
     if not container and render is not None and render in identity.gids and all(g not in names for g in gids):
         # The nodes carry a number this system gives no name, while its own render group (which the user holds)
         # has another: the host's render gid passed into a guest (an LXC container) whose render group differs.
@@ -269,10 +270,10 @@ def _regroup_fix(
     """The fix where the nodes' group is one no user should join (root, disk, docker, ...): give the nodes the render
     group, as AMD's packages do; never the user that group. The doctor cannot make this change, so it is not
     checked."""
-    render = next((gid for gid, name in names.items() if name == "render"), None)
+    render = _render_gid(names)
     group = f"render (gid {render} here)" if render is not None else "render (create it first: groupadd -r render)"
     paths = " ".join(str(n.path) for n in nodes)
-    container = any(os.path.exists(host_path(state.root, p)) for p in ("/.dockerenv", "/run/.containerenv"))
+    container = _in_container(state.root)
     where = "on the host, " if container else ""
     return (
         f"do not join that group ({why[0].split(':', 1)[0]}); {where}give the device node"
@@ -282,3 +283,13 @@ def _regroup_fix(
         "guest's dev entry takes the guest's render gid (dev0: /dev/kfd,gid=<render gid>,mode=0660)"
         + ("" if render is not None and render in held else "; then add this user to render")
     )
+
+
+def _in_container(root: Path) -> bool:
+    """Whether a container engine marked this system as its container (docker's and podman's files)."""
+    return any(os.path.exists(host_path(root, p)) for p in CONTAINER_MARKERS)
+
+
+def _render_gid(names: Mapping[int, str]) -> int | None:
+    """The gid this system names render (None: no render group)."""
+    return next((gid for gid, name in names.items() if name == "render"), None)

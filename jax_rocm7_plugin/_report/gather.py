@@ -147,7 +147,9 @@ def device_access(root: Path) -> dict[str, Any]:
 
 
 def container_hints(root: Path, environ: Mapping[str, str]) -> list[str]:
-    hints = [f"{p} exists" for p in ("/.dockerenv", "/run/.containerenv") if host_path(root, p).exists()]
+    from jax_rocm7_plugin._machine.devices import CONTAINER_MARKERS
+
+    hints = [f"{p} exists" for p in CONTAINER_MARKERS if host_path(root, p).exists()]
     hints += [f"{n} is set" for n in ("KUBERNETES_SERVICE_HOST", "container", "SINGULARITY_NAME", "APPTAINER_NAME")
               if _environment.is_set(n, environ)]  # fmt: skip
     return hints
