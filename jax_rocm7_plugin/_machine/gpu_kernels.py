@@ -161,7 +161,7 @@ def _tarball_build(state: LibraryKernels, rocm_version: str | None) -> str | Non
     the library's folder, or the tarball's .kpack/ files): the same release's tarball of the missing GPUs' family.
     None: not a tarball, or its family or theirs is not known."""
     from jax_rocm7_plugin._machine.rocm_install import layout
-    from jax_rocm7_plugin._policy.rocm_families import family_of, tarball_family, tarball_url
+    from jax_rocm7_plugin._policy.rocm_families import family_of, one_family, tarball_url
 
     root = state.shared_object.parent.parent
     if rocm_version is None or layout(root) != "therock":
@@ -169,7 +169,7 @@ def _tarball_build(state: LibraryKernels, rocm_version: str | None) -> str | Non
     carried = {
         m.group(0) for name in (*_names(state.folder), *_names(root / ".kpack")) for m in _PROCESSOR.finditer(name)
     }
-    own = tarball_family(sorted(carried), rocm_version) if carried else None
+    own = one_family(sorted(carried), rocm_version) if carried else None
     urls = {gfx: tarball_url(gfx, rocm_version) for gfx in state.missing}
     if own is None or not all(urls.values()):
         return None

@@ -64,10 +64,7 @@ def pip_family(gfx_targets: list[str]) -> str | None:
     """The one family whose per-family index (the newest release line that has one) serves every GPU of
     `gfx_targets`; None where they need different families or one the data does not know."""
     newest = _data()["per_family_index"]["releases"].partition("-")[2] or "7.13"
-    families = {family_of(gfx, newest) for gfx in gfx_targets}
-    if len(families) != 1 or None in families:
-        return None
-    return families.pop()
+    return one_family(gfx_targets, newest)
 
 
 def tarball_url(gfx: str, version: str) -> str | None:
@@ -83,9 +80,9 @@ def tarball_url(gfx: str, version: str) -> str | None:
     return None
 
 
-def tarball_family(processors: list[str], version: str) -> str | None:
-    """The family of a tarball that carries kernels for `processors` (its kernel files name them): the one family
-    of ROCm `version` holding every one of them; None where they span several or none is known."""
+def one_family(processors: list[str], version: str) -> str | None:
+    """The one family of ROCm `version` holding every one of `processors` (a tarball's, by the processors its kernel
+    files name; a pip index's); None where they span several or none is known."""
     families = {family_of(gfx, version) for gfx in processors}
     if len(families) != 1 or None in families:
         return None
