@@ -66,7 +66,7 @@ def _package_step(owned: tuple[str, str], missing: Sequence[str], root: Path, gp
             listed = " ".join(dict.fromkeys(p for group in wanted for p in group or ()))
             lead = f"install the package of this ROCm (TheRock's native packages, {package}) that ships {names}"
             return f"{lead}: {install} {listed}"
-    search = {"debian": "apt-cache search --names-only", "rhel": "dnf search", "suse": "zypper search"}[family]
+    search = system_packages.search_verb(family)
     stems = " ".join(dict.fromkeys(s.lower() for m in missing if (s := stem(m))))
     return (
         f"install the package of this ROCm{f' {version}' if version else ''} that ships {names} (its HIP runtime is "

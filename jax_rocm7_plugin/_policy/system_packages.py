@@ -37,9 +37,14 @@ def install_command(names: Sequence[str], os_ids: Sequence[str]) -> str | None:
     packages = [table.get(name, {}).get(distribution) for name in names]
     if any(p is None for p in packages):
         return None
-    return f"{_data()['families'][distribution]['install']} {' '.join(dict.fromkeys(p for p in packages if p))}"
+    return f"{install_verb(distribution)} {' '.join(dict.fromkeys(p for p in packages if p))}"
 
 
 def install_verb(family_name: str) -> str:
     """ "sudo apt-get install" for a distribution family of the data."""
     return str(_data()["families"][family_name]["install"])
+
+
+def search_verb(family_name: str) -> str:
+    """ "apt-cache search --names-only": how a distribution family of the data finds a package by name."""
+    return str(_data()["families"][family_name]["search"])
