@@ -55,6 +55,13 @@ if ! { command -v ip && command -v tc; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends iproute2 >/dev/null; }
 fi
 
+# Debian's Chromium for the pages' browser tests (tests/integration/test_pages.py), driven by Playwright. As root
+# only; under CI=true a missing one fails those tests, elsewhere they skip with one line.
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get install -y -q --no-install-recommends chromium >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }
+fi
+
 # buildifier lints the Bazel files; the npm registry ships its binaries (pinned, checked).
 BUILDIFIER_VERSION=8.2.1
 BUILDIFIER_SHA256=6ceb7b0ab7cf66fceccc56a027d21d9cc557a7f34af37d2101edb56b92fcfa1a

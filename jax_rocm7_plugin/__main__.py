@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 # Said the same way in every command (and in the README's table).
 SYSROOT_HELP = "read /sys, /dev ... under DIR, another root (default: $JAX_ROCM_SYSROOT or /)"
 LIBRARY_HELP = "examine this PJRT library instead of the installed one"
+HTML_HELP = "also write the result as one self-contained page (inline SVG; nothing fetched), whatever the verdict"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         "--deep", action="store_true", help="also start the HIP runtime and run a first jit, each in a child"
     )
     doctor.add_argument("--verbose", action="store_true", help="every evidence line and every extension module")
+    doctor.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP)
+    doctor.add_argument("--force", action="store_true", help="replace the --html FILE if it exists")
     doctor.add_argument(
         "--binary",
         type=Path,
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if (problem := bad_paths(args)) is not None:
         doctor_parser.usage_error(problem, path_fix(problem))
+    _check_html(args, doctor_parser)
     # --sysroot and --library replace their variables, so those values (good or bad) no longer matter.
     settings = read_settings(os.environ, sysroot=args.sysroot, library=args.library)
     if args.binary:
@@ -90,7 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     text = render_json(report) if args.json else render_text(report, verbose=args.verbose)
     # Values from the environment may hold bytes that are not UTF-8: shown escaped, never a traceback.
     sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+    if args.html is not None:
+        from jax_rocm7_plugin._doctor.render import render_html
+        from jax_rocm7_plugin._pages.output import write
+        from jax_rocm7_plugin._report.redact import Redactor
+
+        page = Redactor(os.environ).text(render_html(report))
+        if (failed := write(args.html, page, force=args.force)) is not None:
+            sys.stderr.write(f"python -m {__package__} doctor: the page was not written: {failed}\n")
+            return 1
     return 0 if report.ok else 1
+
+
+def _check_html(args: argparse.Namespace, parser: _Parser) -> None:
+    """--html and --trace files that cannot be written are usage errors, said before any work."""
+    from jax_rocm7_plugin._pages.output import refusal
+
+    for flag in ("html", "trace"):
+        path = getattr(args, flag, None)
+        if path is not None and (problem := refusal(path, force=args.force, flag=f"--{flag}")) is not None:
+            parser.usage_error(problem, f"give --{flag} a new file in an existing folder, or add --force")
 
 
 def _binaries(paths: list[Path], settings: Settings, *, as_json: bool, parser: _Parser) -> int:
@@ -170,6 +193,11 @@ def _configure_cluster(commands: argparse._SubParsersAction[argparse.ArgumentPar
     deep.add_argument(
         "--step-timeout", type=_seconds, default=60.0, metavar="S", help="seconds for each step (default 60)"
     )
+    deep.add_argument(
+        "--trace", type=Path, metavar="FILE", help="process 0 writes the steps as Chrome trace-event JSON (Perfetto)"
+    )
+    cluster.add_argument("--html", type=Path, metavar="FILE", help=f"process 0: {HTML_HELP}")
+    cluster.add_argument("--force", action="store_true", help="replace the --html and --trace files if they exist")
 
 
 def _configure_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -285,6 +313,10 @@ def _cluster(args: argparse.Namespace, parser: _Parser) -> int:
             f"(--num-processes {args.num_processes})",
             "number the processes from 0: give each its own --process-id below --num-processes",
         )
+    if args.trace is not None and not args.deep:
+        parser.usage_error("--trace needs --deep: the trace is of the deep steps", "add --deep, or leave --trace out")
+    if args.process_id in (0, None):  # the process that writes them
+        _check_html(args, parser)
     from jax_rocm7_plugin._cluster.preflight import Options, run
 
     options = Options(
@@ -301,6 +333,9 @@ def _cluster(args: argparse.Namespace, parser: _Parser) -> int:
         sizes=args.sizes or (),
         platform=args.platform,
         step_timeout=args.step_timeout,
+        html=args.html,
+        trace=args.trace,
+        force=args.force,
     )
     return run(options, os.environ, sys.stdout, sys.stderr)
 

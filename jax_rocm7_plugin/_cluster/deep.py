@@ -310,11 +310,14 @@ class _Deep:
                     self.publish(index, aborted)
                     break
                 self.emit("deep-step", name=step["name"])  # progress, for --verbose
+                began = time.time()
                 try:
                     outcome = self.run_step(step)
                 except Exception as error:  # noqa: BLE001 - a step that fails is a finding, not a crash
                     first_line = (str(error).strip().splitlines() or [""])[0]
                     outcome = {"ok": False, "error": clipped(f"{type(error).__name__}: {first_line}", 300)}
+                # When, by this process's clock: --trace lays the steps out on each process's track.
+                outcome = {**outcome, "began": round(began, 6), "ended": round(time.time(), 6)}
                 with self.lock:
                     fired = self.finished
                 if fired:  # the watchdog fired as the step ended: it reports, then ends this process

@@ -58,6 +58,9 @@ class Options(NamedTuple):
     sizes: tuple[int, ...] = ()  # --deep's message sizes (collectives.DEFAULT_SIZES where empty)
     platform: str = "rocm"  # --deep's backend; "cpu" runs the same steps over gloo
     step_timeout: float = DEFAULT_STEP_TIMEOUT
+    html: Path | None = None  # process 0 writes the report as a page there (_pages/cluster.py)
+    trace: Path | None = None  # --deep: process 0 writes the steps as Chrome trace-event JSON there
+    force: bool = False  # replace those files
 
 
 class _Seen:
@@ -84,6 +87,8 @@ class _Run:
         self.join_missing: tuple[int, ...] = ()  # process 0: who the coordinator saw never join
         self.join_count: int | None = None  # process 0: how many it saw join, where joining failed
         self.seen = _Seen()  # --deep: what the courier said of the steps so far
+        self.records: dict[int, Any] = {}  # process 0: the records compared (for --html)
+        self.steps: list[dict[str, Any]] = []  # process 0, --deep: the steps as gathered (for --trace)
 
     # --- output -------------------------------------------------------------------------------
 
@@ -120,11 +125,34 @@ class _Run:
         if self.process_id in (0, None):
             self.out.write((render_json(report) if self.options.json else render_text(report)) + "\n")
             self.out.flush()
+            self._write_pictures(report)
         elif report.exit_code != 0:
             for finding in report.findings:
                 self.err.write(f"cluster preflight, process {self.process_id}: {finding.summary}. Fix: {finding.fix}\n")
             self.err.flush()
         return report.exit_code
+
+    def _write_pictures(self, report: ClusterReport) -> None:
+        """--html and --trace, written by the process that prints the report, whatever the verdict; a file that
+        cannot be written is said on stderr (the verdict stands)."""
+        from jax_rocm7_plugin._pages import cluster, trace
+        from jax_rocm7_plugin._pages.output import write
+
+        wanted = []
+        if self.options.html is not None:
+            wanted.append((self.options.html, lambda: cluster.render(report.to_json(), self.records)))
+        if self.options.trace is not None:
+            host_of = {p: r.host for p, r in self.records.items()}
+            figures = [f.to_json() for f in report.collectives]
+            wanted.append((self.options.trace, lambda: trace.render(self.steps, figures, host_of)))
+        for path, draw in wanted:
+            try:
+                failed = write(path, draw(), force=self.options.force)
+            except Exception as error:  # noqa: BLE001 - a picture never costs the verdict
+                failed = f"{type(error).__name__}: {error}"
+            if failed is not None:
+                self.err.write(f"cluster preflight: {path} was not written: {failed}\n")
+                self.err.flush()
 
     # --- the run ------------------------------------------------------------------------------
 
@@ -269,6 +297,7 @@ class _Run:
             event = self._deep_progress(link, "deep")
         except CourierGone as gone:
             steps = [{**step, "outcomes": self.seen.outcomes.get(i, {})} for i, step in enumerate(self.seen.plan)]
+            self.steps = steps
             loss = failures.service_loss(link.stderr_text()) if gone.why == "exited" else None
             if loss is not None and loss.dead:
                 result = read_lost(steps, count, host_of, timeout, loss.dead, loss.line, shared)
@@ -277,7 +306,8 @@ class _Run:
             return result, [*result.findings, self._gone(link, gone, f"the deep steps ({self.seen.step})")]
         if event["event"] == "error":
             return None, [self._courier_error(link, event)]
-        result = read_steps(list(event["steps"]), count, host_of, timeout, shared)
+        self.steps = list(event["steps"])
+        result = read_steps(self.steps, count, host_of, timeout, shared)
         return result, list(result.findings)
 
     def _doctor(self) -> tuple[Any, Any] | BaseException:
@@ -427,6 +457,7 @@ class _Run:
             with contextlib.suppress(ValueError):  # a record that is none counts as missing
                 records[int(key)] = decode(text, shared)
         missing = tuple(sorted({*gathered["missing"], *(int(k) for k in gathered["records"] if int(k) not in records)}))
+        self.records = records
         expected = int(self.expected or 0)
         if missing:
             launcher = slurm_hosts(self.environ, expected) if self.method == "slurm" else None

@@ -120,6 +120,7 @@ def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Re
         hip=hip,
         extensions=_extensions(facts),
         first_jit=first_jit,
+        health=None if isinstance(health, Finding) else health,
     )
     return report, facts
 

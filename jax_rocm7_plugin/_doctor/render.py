@@ -125,3 +125,14 @@ def _extension_lines(report: Report, detailed: bool) -> list[str]:
         origin = f" (from {source['wheel']})" if source.get("wheel") else f" ({source['kind']})" if source else ""
         lines.append(f"  extension: {module.module}{origin}: {module.capability} {state}")
     return lines
+
+
+def render_html(report: Report) -> str:
+    """The doctor's page (`doctor --html`, the report bundle's index): the verdict as the text's first line says
+    it, the findings, and the node's GPUs as read (_pages/doctor.py)."""
+    from jax_rocm7_plugin._pages import doctor
+
+    headline = render_text(report).splitlines()[0]
+    health = report.health
+    numa = {g.ordinal: g.numa_node for g in health.gpus} if health is not None else {}
+    return doctor.render(report.to_json(), headline, health, numa)

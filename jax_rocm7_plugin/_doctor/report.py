@@ -58,6 +58,7 @@ class Report(NamedTuple):
     hip: dict[str, Any] | None = None  # the deep probe's answers (--deep), as its child reported them
     extensions: tuple[ExtensionEntry, ...] = ()
     first_jit: dict[str, Any] | None = None  # --deep: the first jit's steps and outcome (None: not run)
+    health: Any = None  # the node's health as read (NodeHealth; None: not read): for --html, not in the JSON
 
     @property
     def ok(self) -> bool:

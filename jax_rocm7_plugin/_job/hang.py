@@ -16,6 +16,7 @@ Every call to the service runs under its own deadline: a frozen process 0 freeze
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -41,6 +42,7 @@ PLATFORMS_VARIABLE = _environment.HANG_PLATFORMS  # backends besides rocm that a
 DEFAULT_TIMEOUT = _environment.DEFAULT_HANG_TIMEOUT
 HANG_EXIT_CODE = 124  # as timeout(1) says "ran out of time"
 PREFIX = "jax_rocm7/hang"
+TRAIL_PLACES = 24  # places kept per process for the timeline (at most ~24 x 120 bytes in its answer)
 _JAX_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}{PLUGIN_PACKAGE}{os.sep}")
 _STDLIB = os.path.dirname(os.__file__)
 
@@ -106,14 +108,14 @@ class Answer(NamedTuple):
     frames: tuple[str, ...]
     moved: tuple[str, ...] = ()  # what its host's GPU counters did since the watcher started (_gpu_counters_moved)
     network: str = ""  # the network RCCL would use between hosts from this host ("" where no fabric says)
+    # Where its main thread was before: (seconds before the answer it came there, place, in_jax), oldest first.
+    trail: tuple[tuple[float, str, bool], ...] = ()
 
 
 def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) -> tuple[str, str]:
     """(level, the one-line report) for what the processes answered; processes not among `answers` did not."""
     silent = [p for p in range(count) if p not in answers]
-    groups: dict[tuple[str, bool], list[Answer]] = {}
-    for answer in sorted(answers.values()):
-        groups.setdefault((answer.place, answer.in_jax), []).append(answer)
+    groups = _groups(answers)
     moved = _moved(answers)
     if not silent and len(groups) == 1:
         (place, in_jax), members = next(iter(groups.items()))
@@ -128,9 +130,7 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
             f"all {count} processes have been {where} for {seconds:.0f} s: a long step, compile or checkpoint "
             "is in one place everywhere, which is no process holding the others up"
         )
-    waiting = [g for g in groups.items() if g[0][1]]
-    main = max(waiting, key=lambda g: len(g[1])) if waiting else max(groups.items(), key=lambda g: len(g[1]))
-    (place, in_jax), members = main
+    (place, in_jax), members = _main(groups)
     seconds = min(a.seconds for a in members)
     parts = [f"{len(members)} of {count} processes wait {'in jax ' if in_jax else 'in '}({place}) for {seconds:.0f} s"]
     for (other_place, other_jax), others in groups.items():
@@ -149,6 +149,29 @@ def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) 
     if networks and in_jax:  # where the collectives that wait go between hosts, said where a fabric says it
         parts.append(f"between hosts RCCL would use {'; '.join(networks[:4])}")
     return "warning", "; ".join(parts)
+
+
+def _groups(answers: Mapping[int, Answer]) -> dict[tuple[str, bool], list[Answer]]:
+    groups: dict[tuple[str, bool], list[Answer]] = {}
+    for answer in sorted(answers.values()):
+        groups.setdefault((answer.place, answer.in_jax), []).append(answer)
+    return groups
+
+
+def _main(groups: dict[tuple[str, bool], list[Answer]]) -> tuple[tuple[str, bool], list[Answer]]:
+    """The group the others are measured against: the largest that waits in jax (else the largest)."""
+    waiting = [g for g in groups.items() if g[0][1]]
+    return max(waiting, key=lambda g: len(g[1])) if waiting else max(groups.items(), key=lambda g: len(g[1]))
+
+
+def held_up_by(answers: Mapping[int, Answer], count: int) -> list[int]:
+    """The processes the report names as holding the job up: outside the main group, or silent."""
+    silent = [p for p in range(count) if p not in answers]
+    groups = _groups(answers)
+    if not groups or (not silent and len(groups) == 1):
+        return silent
+    main = {a.process for a in _main(groups)[1]}
+    return sorted([p for p in answers if p not in main] + silent)
 
 
 def _moved(answers: Mapping[int, Answer]) -> str:
@@ -225,6 +248,9 @@ class Watcher(threading.Thread):
         self.answered: set[str] = set()
         self.noticed = False  # this process has noticed that the main thread stays where it is
         self.answered_here = False  # an ask of another process answered since the main thread stopped here
+        # The main thread's last places (when it came there, place, in_jax): the page's timeline. Bounded: a key of
+        # the service holds them.
+        self.trail: collections.deque[tuple[float, str, bool]] = collections.deque(maxlen=TRAIL_PLACES)
         self.leaving = False  # JAX_ROCM_HANG_ACTION=exit was acted on
         self.asks = 0
         self.caller = _Caller()
@@ -256,6 +282,9 @@ class Watcher(threading.Thread):
             now = time.monotonic()
             if frames != last:
                 last, since, self.noticed, self.answered_here = frames, now, False, False
+                place = place_of(frames)
+                if not self.trail or self.trail[-1][1:] != place:
+                    self.trail.append((now, *place))
             self._try(lambda f=frames, seconds=now - since: self._sample(f, seconds))
 
     def _sample(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
@@ -285,6 +314,7 @@ class Watcher(threading.Thread):
                 "frames": _text(frames),
                 "moved": moved,
                 "network": self._network(),
+                "trail": [[round(time.monotonic() - at, 1), place, in_jax] for at, place, in_jax in self.trail],
             }
         )
 
@@ -392,9 +422,13 @@ class Watcher(threading.Thread):
                 tuple(data["frames"]),
                 tuple(str(line) for line in data.get("moved", ())),
                 str(data.get("network", "")),
+                tuple((float(t[0]), str(t[1]), bool(t[2])) for t in data.get("trail", ())),
             )
         level, line = report(answers, self.count, {})  # a process that does not answer has said no host
         where = self._write_stacks(answers)
+        if where.endswith(".txt"):  # the page beside it: a timeline per process
+            self._write_page(where.removesuffix(".txt") + ".html", level, line, answers)
+            where = f"{where}; the timeline: {where.removesuffix('.txt')}.html"
         if level == "info":
             logger.info("ROCm job: %s", line)
             return
@@ -416,6 +450,14 @@ class Watcher(threading.Thread):
             if left >= answered - {self.process}:
                 return
             time.sleep(self.sample)
+
+    def _write_page(self, path: str, level: str, line: str, answers: Mapping[int, Answer]) -> None:
+        from jax_rocm7_plugin._pages import hang
+        from jax_rocm7_plugin._pages.output import write
+
+        with contextlib.suppress(Exception):  # the text report stands alone where the page cannot be written
+            page = hang.render(level, line, answers, self.count, held_up_by(answers, self.count))
+            write(Path(path), page, force=False)
 
     def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
         import tempfile

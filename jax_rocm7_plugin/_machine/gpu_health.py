@@ -119,6 +119,7 @@ class GpuHealth(NamedTuple):
     performance_level: str | None = None
     busy_percent: int | None = None
     temperatures: tuple[tuple[str, float], ...] = ()  # (label, degrees C)
+    numa_node: int | None = None  # the NUMA node its PCI function is attached to (None: not said, or -1)
 
     @property
     def uncorrectable(self) -> int:
@@ -411,6 +412,7 @@ def read_gpus(root: Path, topology: Topology, *, full: bool = True) -> tuple[Gpu
                 performance_level=_text(device / "power_dpm_force_performance_level"),
                 busy_percent=_integer(device / "gpu_busy_percent"),
                 temperatures=temperatures,
+                numa_node=numa if (numa := _integer(device / "numa_node")) is not None and numa >= 0 else None,
             )
         )
     return tuple(found)

@@ -143,7 +143,7 @@ def collect(
     redactor = Redactor(environ)
     files: dict[str, str | bytes] = {}
     root = options.sysroot or Path(_environment.read(_environment.SYSROOT, environ) or "/")
-    doctor_text, doctor_json, deep = _doctor(options, environ)
+    doctor_text, doctor_json, deep, doctor_page = _doctor(options, environ)
     files["doctor.txt"] = doctor_text
     files["doctor.json"] = doctor_json
     info = gather.versions()
@@ -175,14 +175,20 @@ def collect(
                 for name, data in files.items()}  # fmt: skip
     if redactor.found_in(redacted.values()):  # cannot happen: the redactor replaces every literal it lists
         raise RuntimeError("a secret survived redaction; no bundle was written")
+    from jax_rocm7_plugin._pages.index import with_files
+
+    # The index: the doctor's page and a link to every file (opened from the unpacked bundle).
+    index = with_files(doctor_page, {name: len(data) for name, data in redacted.items()})
+    redacted["index.html"] = redactor.data(index.encode("utf-8", "surrogateescape"))
     manifest["redacted"] = sorted(set(redactor.names))
     return redacted, manifest, redactor
 
 
-def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool]:
-    """The doctor's report as text and JSON, with --deep's probes where a GPU is usable, and whether they ran."""
+def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool, str]:
+    """The doctor's report as text, JSON and page, with --deep's probes where a GPU is usable, and whether they
+    ran."""
     from jax_rocm7_plugin._doctor.diagnose import diagnose, internal_error
-    from jax_rocm7_plugin._doctor.render import render_text
+    from jax_rocm7_plugin._doctor.render import render_html, render_text
     from jax_rocm7_plugin._doctor.report import render_json
     from jax_rocm7_plugin._settings import read_settings
 
@@ -191,7 +197,8 @@ def _doctor(options: Options, environ: dict[str, str]) -> tuple[str, str, bool]:
         report = diagnose(settings, deep=None)
     except Exception as error:  # noqa: BLE001 - the bundle still says what failed
         report = internal_error(error, settings)
-    return render_text(report, verbose=True) + "\n", render_json(report) + "\n", report.hip is not None
+    text, data = render_text(report, verbose=True) + "\n", render_json(report) + "\n"
+    return text, data, report.hip is not None, render_html(report)
 
 
 def _run_command(

@@ -51,6 +51,7 @@ class Board:
     level: str | None = "auto"
     busy: int | None = 0
     temperatures: tuple[tuple[str, float], ...] = HEALTHY_TEMPERATURES
+    numa_node: int = 0  # the PCI core's numa_node (-1: the platform does not say)
 
     def but(self, **changes: object) -> Board:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -147,6 +148,7 @@ def _device_files(board: Board, index: int) -> dict[str, str]:
         "class": "0x030000\n" if board.card_switch else "0x038000\n",
         "pcie_replay_count": f"{board.replays}\n",
         "mem_info_vram_total": f"{board.gpu.vram_bytes}\n",
+        "numa_node": f"{board.numa_node}\n",
         **_ras_files(board),
     }
     link, top = (board.function_link, board.function_link) if board.card_switch else (board.link, board.max_link)

@@ -3,7 +3,7 @@ on hosts of PER_HOST gfx942 GPUs, one GPU per process, with the odd ones changed
 
 from __future__ import annotations
 
-from jax_rocm7_plugin._job.record import GpuFact, JoinFact, ProcessRecord, RocmFact
+from jax_rocm7_plugin._job.record import GpuFact, GpuHealthFact, HealthFact, JoinFact, ProcessRecord, RocmFact
 from jax_rocm7_plugin._machine.network import Interface
 
 PER_HOST = 8
@@ -38,3 +38,20 @@ def record(process: int, count: int, **changes: object) -> ProcessRecord:
 def job(count: int, odd: dict[int, dict[str, object]] | None = None) -> dict[int, ProcessRecord]:
     odd = odd or {}
     return {p: record(p, count, **odd.get(p, {})) for p in range(count)}
+
+
+def healthy_gpu(ordinal: int, **changes: object) -> GpuHealthFact:
+    """One physical GPU of a healthy MI300X host (SPX/NPS1, a full Gen5 x16 link, the default 750 W cap)."""
+    base = GpuHealthFact(ordinal, f"0000:{ordinal:02x}:00.0", 0, "SPX/NPS1", "32 GT/s x16", 750, "auto")
+    return base._replace(**changes)  # type: ignore[arg-type]
+
+
+def lab(hosts: int, odd: dict[tuple[int, int], dict[str, object]] | None = None) -> dict[int, ProcessRecord]:
+    """A job of `hosts` x PER_HOST processes whose records carry their host's health (as the preflight reads it),
+    with the GPUs named by (host, ordinal) in `odd` changed (GpuHealthFact fields)."""
+    odd = odd or {}
+    records = job(hosts * PER_HOST)
+    healths = {
+        h: HealthFact(tuple(healthy_gpu(g, **odd.get((h, g), {})) for g in range(PER_HOST)), ()) for h in range(hosts)
+    }
+    return {p: r._replace(health=healths[p // PER_HOST]) for p, r in records.items()}

@@ -1,0 +1,47 @@
+"""Writing a page (or a trace) the way `report` writes its bundle: whole or not at all (a file beside the
+destination, then one rename), and an existing file kept unless the caller was told --force."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def refusal(destination: Path, *, force: bool, flag: str) -> str | None:
+    """Why `destination` cannot be written (a usage error, said before any work), or None."""
+    if destination.is_dir():
+        return f"{flag} {destination}: is a directory; give a file name"
+    if destination.exists() and not force:
+        return f"{flag} {destination}: exists; add --force to replace it"
+    if not destination.parent.is_dir():
+        return f"{flag} {destination}: its folder {destination.parent} does not exist"
+    return None
+
+
+def write(destination: Path, text: str, *, force: bool) -> str | None:
+    """Write `text` to `destination` whole; None, or why it was not written (one line)."""
+    try:
+        descriptor, partial = tempfile.mkstemp(
+            dir=destination.parent, prefix=f".{destination.name}.", suffix=".partial"
+        )
+    except OSError as error:
+        return f"cannot write in {destination.parent}: {error.strerror or error}"
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as out:
+            out.write(text)
+        os.chmod(partial, 0o644)
+        if force:
+            os.replace(partial, destination)
+        else:
+            try:
+                os.link(partial, destination)  # never replaces a file that appeared meanwhile
+            except FileExistsError:
+                return f"{destination} appeared meanwhile; add --force to replace it"
+        return None
+    except OSError as error:
+        return f"cannot write {destination}: {error.strerror or error}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
