@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import browser  # noqa: F401 - the pages' tests' Chromium (a session fixture)
 from tests.support.environment import DEBIAN_HIP, TEST_CACHE, UPSTREAM_RELEASE, Combo, combo_venv, require
 from tests.support.native import fake_hip_runtime, pjrt_library_with_code_for
 from tests.support.sysroots import LIBRARY_TARGETS, PUBLISHED_TARGETS, bundle_for, math_library_stubs

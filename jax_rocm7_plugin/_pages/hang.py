@@ -50,7 +50,7 @@ def render(level: str, line: str, answers: Mapping[int, Any], count: int, odd: S
 def timeline_svg(answers: Mapping[int, Any], count: int, odd: set[int]) -> str:
     shown = list(range(count)) if count <= 64 else sorted({*odd, *range(64 - min(len(odd), 32))})[:64]
     window = max([a.seconds for a in answers.values()] + [t[0] for a in answers.values() for t in a.trail] + [1.0])
-    places = Counter(a.place for a in answers.values())
+    places = Counter([a.place for a in answers.values()] + [t[1] for a in answers.values() for t in a.trail])
     colour = {place: _PALETTE[i % len(_PALETTE)] for i, (place, _) in enumerate(places.most_common())}
     left, right, row_h, top = 170, 20, 18, 24
     width = 1100
@@ -63,7 +63,7 @@ def timeline_svg(answers: Mapping[int, Any], count: int, odd: set[int]) -> str:
     x = Scale(-window, 0, left, width - right)
     for t in range(0, int(window) + 1, max(1, int(window) // 8)):
         svg.line(x(-t), top - 4, x(-t), top + row_h * len(shown), "#eee")
-        svg.text(x(-t), top - 8, f"-{t} s", size=9, anchor="middle")
+        svg.text(x(-t), top - 8, f"-{t} s" if t else "now", size=9, anchor="middle")
     for row, process in enumerate(shown):
         y0 = top + row * row_h
         answer = answers.get(process)

@@ -6,14 +6,17 @@ a host's network link throttled by the kernel (network namespaces, tc-tbf).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support import netlab
+from tests.support import netlab, trace_events
+from tests.support.browser import open_page
 from tests.support.deep_job import STEP_TIMEOUT, DeepJob, by_id, report_of
 from tests.support.environment import REPO, require
 from tests.support.netlab import NetLab
@@ -23,10 +26,14 @@ from tests.support.snippets import clean_env
 
 # Two processes (one host) and six (three hosts, pairs between them) in the suite; four with --sweeps.
 @pytest.mark.parametrize("count", [2, pytest.param(4, marks=pytest.mark.sweep), 6])
-def test_a_healthy_job_measures_every_collective(tmp_path: Path, standin_library: Path, count: int) -> None:
+def test_a_healthy_job_measures_every_collective(
+    tmp_path: Path, standin_library: Path, count: int, browser: Any
+) -> None:
     job = DeepJob(tmp_path, standin_library, count)
-    results = job.run()
+    page, trace = tmp_path / "job.html", tmp_path / "job.trace.json"
+    results = job.run(first=("--html", str(page), "--trace", str(trace)))
     report = report_of(results)
+    _check_pictures(report, page, trace, count, browser)
     # Up to six processes on this machine's two cores, beside the suite's other worker: the scheduler may
     # starve one during its local work or a host's step, which is then named as slow (a warning, exit 1
     # everywhere). Nothing else.
@@ -52,6 +59,27 @@ def test_a_healthy_job_measures_every_collective(tmp_path: Path, standin_library
         assert entry["busbw_gbps"] == pytest.approx(entry["algbw_gbps"] * factor, rel=1e-3, abs=1e-6)
         assert ranks > 1  # one rank's busbw is null (tests/unit/test_collectives.py)
     assert sorted(report["local_work_gflops"]) == [str(p) for p in range(count)]
+
+
+def _check_pictures(report: dict[str, Any], page: Path, trace: Path, count: int, browser: Any) -> None:
+    """Process 0's page in a real browser (the verdict, the job's collectives drawn) and its trace: every step of
+    every process, nested in the process's run, with the job's bandwidth for the collectives."""
+    seen = open_page(browser, page, f"cluster-deep-real-{count}")
+    assert seen.console_errors == [] and seen.requests == [] and seen.overflow == 0
+    assert seen.verdict.split(": ", 1)[1].startswith(f"{report['verdict']}: {count} of {count} processes")
+    data = json.loads(trace.read_text())
+    assert trace_events.problems(data) == []
+    per_process = trace_events.slices(data)
+    assert sorted(per_process) == list(range(count))
+    for names in per_process.values():
+        assert names[:4] == ["cluster --deep", "backend", "first-jit", "local-work"]
+        assert [n for n in names if n.startswith("all-")] == [
+            f"{op}/{size}" for size in (8, 4096, 1024 * 1024) for op in ("all-reduce", "all-gather")
+        ]
+    collective = next(e for e in data["traceEvents"] if e["name"] == "all-reduce/1048576" and e["pid"] == 0)
+    figure = next(c for c in report["collectives"] if c["group"] == "job" and c["bytes"] == 1024 * 1024
+                  and c["op"] == "all-reduce")  # fmt: skip
+    assert collective["args"]["busbw_gbps"] == figure["busbw_gbps"]
 
 
 def test_a_process_stopped_mid_run_is_named_by_the_deadline(tmp_path: Path, standin_library: Path) -> None:

@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jax_rocm7_plugin._job import hang
+from tests.support.browser import open_page
 from tests.support.cluster import free_port
 from tests.support.environment import REPO
 from tests.support.node_health import HEALTHY_NODES, make_node
@@ -100,7 +102,9 @@ def said(outputs: list[str], marker: str) -> list[str]:
 
 # Several moments: before the first collective, early in the loop, well into it.
 @pytest.mark.parametrize(("fault", "step"), [("sleep", "0"), ("spin", "3"), ("sleep", "40")])
-def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, fault: str, step: str) -> None:
+def test_the_process_that_left_the_loop_is_named_with_its_place(
+    tmp_path: Path, fault: str, step: str, browser: Any
+) -> None:
     secret = "hunter2-planted-7f3a"
     outputs, _ = run_job(
         tmp_path,
@@ -114,11 +118,18 @@ def test_the_process_that_left_the_loop_is_named_with_its_place(tmp_path: Path, 
     (line,) = said(outputs, "ROCm job hangs:")
     assert "2 of 3 processes wait in jax (hang_job.py" in line
     assert "process 1 (" in line and "leave_the_loop: it holds the job up" in line
-    stacks = Path(line.rsplit("every process's stack: ", 1)[1].rstrip(")"))
+    stacks = Path(line.rsplit("every process's stack: ", 1)[1].rstrip(")").split("; the timeline: ")[0])
     text = stacks.read_text()
     assert "process 1" in text and "leave_the_loop" in text and "locals" not in text
     # What left the processes (the stacks file, every output line) holds names only, never the planted values.
     assert secret not in text and all(secret not in output for output in outputs)
+    # Beside it, the page: a timeline per process, process 1 marked, in a real browser.
+    page = stacks.with_suffix(".html")
+    assert f"the timeline: {page}" in line and secret not in page.read_text()
+    seen = open_page(browser, page, f"hang-{fault}-{step}")
+    assert seen.console_errors == [] and seen.requests == [] and seen.overflow == 0
+    assert seen.verdict == f"WARNING: {line.split('ROCm job hangs: ', 1)[1].split(' (every process', 1)[0]}"
+    assert [m["process"] for m in seen.marked] == ["1"]
 
 
 @pytest.mark.parametrize("stop_after", [0.2, 2.5])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import open_page
 from tests.support.environment import REPO
 from tests.support.sysroots import Gpu, make_sysroot
 
@@ -75,6 +77,20 @@ def test_the_bundle_holds_what_its_manifest_says(bundled) -> None:  # type: igno
     assert set(listed) == set(members)
     for name, data in members.items():
         assert listed[name]["size"] == len(data) and listed[name]["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_the_bundle_s_index_is_the_doctor_s_page_linking_every_file(bundled, tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
+    _, members = bundled
+    unpacked = tmp_path / "unpacked"
+    for name, data in members.items():
+        (unpacked / name).parent.mkdir(parents=True, exist_ok=True)
+        (unpacked / name).write_bytes(data)
+    seen = open_page(browser, unpacked / "index.html", "report-index")
+    assert seen.console_errors == [] and seen.requests == [] and seen.overflow == 0
+    assert seen.verdict.endswith(members["doctor.txt"].decode().splitlines()[0])
+    links = set(re.findall(r'<a href="([^"]+)">', members["index.html"].decode()))
+    assert links == set(members) - {"index.html", "MANIFEST.json"}  # every file, each one there
+    assert TOKEN.encode() not in members["index.html"]
 
 
 def test_the_bundle_holds_the_hlo_the_doctor_and_the_variables(bundled) -> None:  # type: ignore[no-untyped-def]

@@ -31,6 +31,8 @@ class Seen(NamedTuple):
     marked: list[dict[str, str]]  # each marked element's data-* attributes
     overflow: int  # scrollWidth - clientWidth at the width asked (0: nothing overflows)
     screenshot: Path
+    boxes: dict[str, dict[str, float]]  # "<host>/<gpu>" of each marked GPU cell: where it is on the first screen
+    tiles: list[dict[str, str]]  # the cluster grid's tiles (data-host, data-hosts: how many hosts it holds)
 
 
 def browser_missing() -> str | None:
@@ -77,10 +79,16 @@ def open_page(browser: Any, path: Path, name: str, *, width: int = 1280, height:
             '[data-marked="true"]',
             "els => els.map(e => Object.fromEntries(Object.entries(e.dataset)))",
         )
+        boxes = page.eval_on_selector_all(
+            '[data-marked="true"][data-gpu][data-host]',
+            "els => Object.fromEntries(els.map(e => { const r = e.getBoundingClientRect();"
+            " return [e.dataset.host + '/' + e.dataset.gpu, {x: r.x, y: r.y, width: r.width, height: r.height}]; }))",
+        )
+        tiles = page.eval_on_selector_all("[data-hosts]", "els => els.map(e => Object.assign({}, e.dataset))")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shot = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(shot), full_page=False)
     finally:
         page.close()
-    return Seen(errors, requests, verdict, marked, int(overflow), shot)
+    return Seen(errors, requests, verdict, marked, int(overflow), shot, boxes, tiles)

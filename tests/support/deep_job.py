@@ -81,10 +81,15 @@ class DeepJob:
         self._eased = threading.Event()  # a slowed process's duty cycle ends when this is set
 
     def run(
-        self, fault: Fault | tuple[int, str, str] | None = None, sizes: str | None = SIZES, limit: float = LIMIT
+        self,
+        fault: Fault | tuple[int, str, str] | None = None,
+        sizes: str | None = SIZES,
+        limit: float = LIMIT,
+        first: tuple[str, ...] = (),
     ) -> list[tuple[int | None, str, float]]:
         """(exit status, stdout, seconds since the job started) per process; a process still running at `limit`
-        (the one stopped whole, say) is killed there and gets None. `sizes` None: the command's default sizes."""
+        (the one stopped whole, say) is killed there and gets None. `sizes` None: the command's default sizes. `first`:
+        options given to process 0 alone (--html, --trace)."""
         self.fault = Fault.of(fault) if fault is not None else None
         port = free_port()  # free here; a lab's namespaces have every port free
         address = f"{self.lab.address(0) if self.lab else routable_address()}:{port}"
@@ -113,6 +118,7 @@ class DeepJob:
                 argv += ["--deep", "--platform", self.platform, "--step-timeout", str(self.step_timeout)]
                 argv += ["--sizes", sizes] if sizes else []
             argv += ["--json", "--verbose", "--timeout", f"{self.timeout:g}"]
+            argv += list(first) if pid == 0 else []
             if self.lab is not None:
                 argv = self.lab.command(host, argv)
             processes.append(
