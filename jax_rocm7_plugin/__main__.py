@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     # --sysroot and --library replace their variables, so those values (good or bad) no longer matter.
     settings = read_settings(os.environ, sysroot=args.sysroot, library=args.library)
     if args.binary:
+        if args.html is not None:
+            doctor_parser.usage_error("--html draws the doctor's report, not --binary's", "leave --html out")
         return _binaries(args.binary, settings, as_json=args.json, parser=doctor_parser)
     try:
         report = diagnose(settings, deep=args.deep)

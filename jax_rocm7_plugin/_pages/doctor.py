@@ -74,7 +74,8 @@ def topology_svg(health: Any, gpu_marks: Sequence[GpuMark], numa: Mapping[int, i
     per_row = 8 if len(gpus) > 8 else max(len(gpus), 1)
     box_w, box_h, gap = 132, 92, 14
     rows = -(-len(gpus) // per_row)
-    arc_room, host_room = 70, 70
+    arc_room = 70 if any(g.xgmi_peers for g in gpus) else 12
+    host_room = 70
     width = max(per_row * (box_w + gap) + 20, 480)
     row_h = box_h + host_room + arc_room
     svg = Svg(
@@ -210,7 +211,7 @@ def render(report: Mapping[str, Any], headline: str, health: Any, numa: Mapping[
                     g.ordinal,
                     g.pci or "",
                     g.target or "",
-                    numa.get(g.ordinal, ""),
+                    "" if numa.get(g.ordinal) is None else numa[g.ordinal],
                     f"{g.compute_partition or '?'}/{g.memory_partition or '?'}",
                     _link_text(g.link),
                     f"{g.hive:x}" if g.hive else "none",

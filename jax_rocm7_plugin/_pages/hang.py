@@ -41,7 +41,11 @@ def render(level: str, line: str, answers: Mapping[int, Any], count: int, odd: S
     body.append("<h2>Every process</h2>")
     body.append(
         html.table(
-            "processes", ["process", "host", "place", "there for", "innermost frames"], rows, filtered=count > 16
+            "processes",
+            ["process", "host", "place", "there for", "innermost frames"],
+            rows,
+            filtered=count > 16,
+            code=(4,),
         )
     )
     return html.document("A hung job", body, scripted=count > 16)

@@ -49,7 +49,9 @@ figure { margin: 8px 0; max-width: 100%; } figure svg { max-width: 100%; height:
 figcaption { font-size: 12px; color: #444; }
 table { border-collapse: collapse; font-size: 12px; margin: 6px 0; max-width: 100%; }
 .table-wrap { max-width: 100%; overflow-x: auto; }
-th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
+td.code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap; word-break: break-all;
+  min-width: 24em; }
 th { background: #f0f0f0; } tr.marked td { background: #fff2d6; font-weight: 600; }
 .marks { margin: 4px 0; padding-left: 20px; } .marks li { overflow-wrap: anywhere; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; }
@@ -148,11 +150,21 @@ def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12) ->
     return f'<h2>Findings</h2><ol class="findings" id="findings">{"".join(rows)}</ol>'
 
 
-def table(table_id: str, head: Sequence[str], rows: Iterable[tuple[Sequence[object], bool]], *, filtered: bool) -> str:
-    """A table; rows whose flag is set are marked (bold, shaded). `filtered`: a filter box (script only)."""
+def table(
+    table_id: str,
+    head: Sequence[str],
+    rows: Iterable[tuple[Sequence[object], bool]],
+    *,
+    filtered: bool,
+    code: Sequence[int] = (),
+) -> str:
+    """A table; rows whose flag is set are marked (bold, shaded). `filtered`: a filter box (script only). `code`:
+    the columns that hold paths and stacks (monospace, broken anywhere, lines kept)."""
     header = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join(
-        f"<tr{' class=marked' if marked else ''}>" + "".join(f"<td>{esc(cell)}</td>" for cell in cells) + "</tr>"
+        f"<tr{' class=marked' if marked else ''}>"
+        + "".join(f"<td{' class=code' if n in code else ''}>{esc(cell)}</td>" for n, cell in enumerate(cells))
+        + "</tr>"
         for cells, marked in rows
     )
     box = (

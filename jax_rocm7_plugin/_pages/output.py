@@ -38,7 +38,7 @@ def write(destination: Path, text: str, *, force: bool) -> str | None:
             try:
                 os.link(partial, destination)  # never replaces a file that appeared meanwhile
             except FileExistsError:
-                return f"{destination} appeared meanwhile; add --force to replace it"
+                return f"{destination} exists (it appeared meanwhile); add --force to replace it"
         return None
     except OSError as error:
         return f"cannot write {destination}: {error.strerror or error}"

@@ -163,8 +163,10 @@ def test_the_readmes_families_are_the_datas() -> None:
         (["--process-id", "x"], "argument --process-id: 'x' is not a non-negative integer", "cluster --help"),
         (["--library", "/nonexistent/lib.so"], "--library /nonexistent/lib.so: does not exist", "give --library"),
         (["--coordinator-address", "node-0"], "'node-0' is not HOST:PORT", "--coordinator-address node-0:1234"),
+        (["--trace", "steps.json"], "--trace needs --deep", "add --deep, or leave --trace out"),
+        (["--html", "/"], "--html /: is a directory; give a file name", "give --html a new file"),
     ],
-    ids=["process id out of range", "not a number", "no such library", "no port"],
+    ids=["process id out of range", "not a number", "no such library", "no port", "trace without deep", "html dir"],
 )
 def test_cluster_usage_errors_are_decided_by_the_arguments_and_answered_in_json(
     tmp_path: Path, arguments: list[str], summary: str, fix: str

@@ -6,6 +6,7 @@ hang watcher's grouping); only the machines and measurements are made up, and la
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from jax_rocm7_plugin._job.hang import Answer, held_up_by
 from jax_rocm7_plugin._job.hang import report as hang_report
 from jax_rocm7_plugin._pages import cluster, hang, trace
 from tests.support import trace_events
-from tests.support.browser import Seen, open_page
+from tests.support.browser import Seen, open_page, print_a4
 from tests.support.environment import REPO
 from tests.support.node_health import GEN5, HEALTHY_NODES, make_node
 from tests.support.records import lab
@@ -56,6 +57,18 @@ def test_the_cluster_page_marks_the_odd_gpu_of_64_hosts_on_one_screen(tmp_path: 
     box = seen.boxes[f"gpu-{ODD_HOST}/{ODD_GPU}"]
     assert box["x"] >= 0 and box["x"] + box["width"] <= 1440 and box["y"] >= 0 and box["y"] + box["height"] <= 900
     _clean(open_page(browser, page, "cluster-64-hosts-1280", width=1280, height=900))
+
+
+def test_the_cluster_page_reads_without_javascript_and_prints_on_a4(tmp_path: Path, browser: Any) -> None:
+    page = _cluster_page(tmp_path, 64)
+    seen = open_page(browser, page, "cluster-64-hosts-no-script", script=False)
+    _clean(seen)
+    assert seen.verdict.startswith("WARNING: problems") and f"gpu-{ODD_HOST}/{ODD_GPU}" in seen.boxes
+    pdf = print_a4(browser, page)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+    assert pdf.startswith(b"%PDF") and 1 <= pages <= 3, pages
+    # A4 portrait: 595 x 842 points.
+    assert re.search(rb"/MediaBox\s*\[\s*0 0 59[45](\.\d+)? 84[12]", pdf), pdf[:2000]
 
 
 def test_1024_hosts_fold_into_a_small_page_that_still_names_the_odd_one(tmp_path: Path, browser: Any) -> None:

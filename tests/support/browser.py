@@ -63,9 +63,12 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def open_page(browser: Any, path: Path, name: str, *, width: int = 1280, height: int = 900) -> Seen:
-    """Load `path` from file:// at `width` x `height` with JavaScript on; `name`: its screenshot's file name."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+def open_page(
+    browser: Any, path: Path, name: str, *, width: int = 1280, height: int = 900, script: bool = True
+) -> Seen:
+    """Load `path` from file:// at `width` x `height` (JavaScript on unless `script` is False); `name`: its
+    screenshot's file name."""
+    page = browser.new_page(viewport={"width": width, "height": height}, java_script_enabled=script)
     errors: list[str] = []
     requests: list[str] = []
     url = path.resolve().as_uri()
@@ -92,3 +95,14 @@ def open_page(browser: Any, path: Path, name: str, *, width: int = 1280, height:
     finally:
         page.close()
     return Seen(errors, requests, verdict, marked, int(overflow), shot, boxes, tiles)
+
+
+def print_a4(browser: Any, path: Path) -> bytes:
+    """The page printed to PDF on A4, as the browser's print does (the page's own print style)."""
+    page = browser.new_page()
+    try:
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        page.emulate_media(media="print")
+        return bytes(page.pdf(format="A4"))
+    finally:
+        page.close()

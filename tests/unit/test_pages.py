@@ -1,0 +1,81 @@
+"""The pages without a browser: what they hold and what they never do (fetch, run foreign markup, overwrite)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._cluster.report import ClusterReport
+from jax_rocm7_plugin._job.compare import compare
+from jax_rocm7_plugin._pages import cluster, html, output
+from tests.support.records import lab, record
+
+HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+
+
+def _page(records: dict, findings: tuple = ()) -> str:  # type: ignore[type-arg]
+    hosts = tuple(sorted({r.host for r in records.values()}))
+    report = ClusterReport(len(records), tuple(sorted(records)), (), hosts, findings or tuple(compare(records)))
+    return cluster.render(report.to_json(), records)
+
+
+def test_a_page_fetches_nothing_and_runs_only_its_own_script() -> None:
+    page = _page(lab(4, {(1, 2): {"power_cap": 500}}))
+    # No URL of any kind (the SVG namespace is a name, not a fetch), no external script, style, font or image.
+    assert re.findall(r"(?:src|href)\s*=", page) == []
+    assert [u for u in re.findall(r"https?://[^\s\"'<>]+", page) if u != "http://www.w3.org/2000/svg"] == []
+    assert page.count("<script>") == 1 and "default-src 'none'" in page
+
+
+def test_names_from_the_machines_are_text_never_markup() -> None:
+    records = {p: r._replace(host=f"{HOSTILE}-{p // 8}") for p, r in lab(2, {(1, 0): {"modes": "CPX/NPS4"}}).items()}
+    page = _page(records)
+    assert "<script>alert" not in page and "<img" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_the_odd_gpu_is_the_one_marked_and_the_healthy_job_marks_none() -> None:
+    assert 'data-marked="true"' not in _page(lab(8))
+    page = _page(lab(8, {(5, 6): {"power_cap": 500}}))
+    assert re.findall(r'class="cell" data-host="([^"]+)" data-gpu="(\d+)" data-severity="\w+" data-marked="true"',
+                      page) == [("gpu-5", "6")]  # fmt: skip
+
+
+def test_a_process_that_is_not_ok_marks_its_own_gpu() -> None:
+    records = lab(2)
+    records[9] = records[9]._replace(ok=False, first_error=("rocm-not-found", "no ROCm", "install it"))
+    page = _page(records)
+    marked = re.findall(r'data-host="([^"]+)" data-gpu="(\d+)" data-severity="error" data-marked="true"', page)
+    assert marked == [("gpu-1", "1")]
+    assert "rocm-not-found" in page  # the job check's result, in the cell's title and the table
+
+
+def test_without_health_the_gpus_come_from_what_the_processes_saw() -> None:
+    page = _page({p: record(p, 16) for p in range(16)})
+    assert page.count('class="cell"') == 16 and "<td>no process</td>" not in page
+
+
+@pytest.mark.parametrize("hosts", [129, 1024])
+def test_many_hosts_fold_alike_ones_into_one_tile(hosts: int) -> None:
+    page = _page(lab(hosts, {(100, 1): {"link": "16 GT/s x8"}}))
+    tiles = re.findall(r'data-hosts="(\d+)"', page)
+    assert sorted(map(int, tiles)) == [1, hosts - 1]
+    assert len(page) < 100_000
+
+
+def test_a_page_is_written_whole_and_never_over_a_file_without_force(tmp_path: Path) -> None:
+    target = tmp_path / "page.html"
+    assert output.write(target, "one", force=False) is None and target.read_text() == "one"
+    assert output.refusal(target, force=False, flag="--html") == f"--html {target}: exists; add --force to replace it"
+    assert "add --force" in (output.write(target, "two", force=False) or "") and target.read_text() == "one"
+    assert output.write(target, "two", force=True) is None and target.read_text() == "two"
+    assert output.refusal(tmp_path, force=True, flag="--html") == f"--html {tmp_path}: is a directory; give a file name"
+    missing = tmp_path / "nowhere" / "page.html"
+    assert "does not exist" in (output.refusal(missing, force=False, flag="--trace") or "")
+    assert list(tmp_path.glob(".*partial")) == []
+
+
+def test_severities_order_worst_first_and_names_sort_naturally() -> None:
+    assert html.worst(["info", "warning", "ok"]) == "warning" and html.worst([]) == "ok"
+    assert sorted(["node-10", "node-2", "node-1"], key=html.natural) == ["node-1", "node-2", "node-10"]
