@@ -21,10 +21,12 @@ from jax_rocm7_plugin._job.hang import report as hang_report
 from jax_rocm7_plugin._pages import cluster, hang, trace
 from tests.support import trace_events
 from tests.support.browser import Seen, open_page, print_a4
+from tests.support.cluster import free_port
 from tests.support.environment import REPO
 from tests.support.node_health import GEN5, HEALTHY_NODES, make_node
 from tests.support.records import lab
 from tests.support.snippets import clean_env
+from tests.support.sysroots import make_sysroot
 
 ODD_HOST, ODD_GPU = 17, 3
 
@@ -176,3 +178,19 @@ def test_the_hang_page_marks_the_process_holding_the_job_up(tmp_path: Path, brow
     _clean(seen)
     assert seen.verdict == f"WARNING: {line}" and "process 1 (node-1)" in line
     assert [m["process"] for m in seen.marked] == ["1"]
+
+
+def test_a_job_that_never_came_together_still_gets_its_page(tmp_path: Path, browser: Any) -> None:
+    """Process 0 of two, alone: joining fails by its deadline, and the page says so (the machine: one without GPUs)."""
+    root = make_sysroot(tmp_path / "machine", [], topology=False, amdgpu_module=False, kfd=False)
+    page = tmp_path / "alone.html"
+    command = [
+        sys.executable, "-m", "jax_rocm7_plugin", "cluster", "--coordinator-address", f"127.0.0.1:{free_port()}",
+        "--num-processes", "2", "--process-id", "0", "--timeout", "3", "--html", str(page),
+    ]  # fmt: skip
+    environ = clean_env(PYTHONPATH=str(REPO), JAX_ROCM_SYSROOT=str(root))
+    done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1 and page.is_file(), done.stderr
+    seen = open_page(browser, page, "cluster-alone")
+    _clean(seen)
+    assert seen.verdict.startswith("ERROR: problems") and "1 of 2 processes joined" in done.stdout
