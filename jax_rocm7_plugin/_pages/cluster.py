@@ -82,43 +82,50 @@ def cells_of(report: Mapping[str, Any], records: Mapping[int, Any]) -> list[Cell
 
 
 def _host_gpus(host: str, members: Sequence[Any]) -> list[dict[str, Any]]:
-    """A host's physical GPUs: from its health where read, else from the GPUs its processes saw."""
-    first = members[0]
-    gfx_of = {g.pci_bus: g.gfx for r in members for g in r.gpus}
-    pci_of_node = {g.node: g.pci_bus for r in members for g in r.gpus}
-    users: dict[str | None, list[int]] = {}
-    checks: dict[str | None, list[str]] = {}
+    """A host's physical GPUs: from its health where read, else from the GPUs its processes saw. A GPU is known
+    by its PCI address (the partitions of one share it) or, where KFD gives none, by its place in KFD order
+    (each such node is a GPU of its own, as the health read counts them)."""
+    key_of_node: dict[int, str] = {}
+    gfx_of: dict[str, str | None] = {}
     for record in members:
-        used = record.used_gpus or ()
-        for node in used:
-            users.setdefault(pci_of_node.get(node), []).append(record.process_id)
-            checks.setdefault(pci_of_node.get(node), []).append("ok" if record.ok else _first_id(record))
+        for index, g in enumerate(record.gpus):
+            key = g.pci_bus or f"#{index}"
+            key_of_node.setdefault(g.node, key)
+            gfx_of.setdefault(key, g.gfx)
+    users: dict[str, list[int]] = {}
+    checks: dict[str, list[str]] = {}
+    for record in members:
+        for node in record.used_gpus or ():
+            key = key_of_node.get(node, f"node {node}")
+            users.setdefault(key, []).append(record.process_id)
+            checks.setdefault(key, []).append("ok" if record.ok else _first_id(record))
     health = next((r.health for r in members if r.health is not None), None)
-    rows = []
+    rows: list[tuple[str, int, str | None, str | None, str | None, int | None, str | None, int | None]] = []
     if health is not None and health.gpus:
         for g in health.gpus:
-            rows.append((g.ordinal, g.pci, gfx_of.get(g.pci), g.modes, g.link, g.power_cap, g.level, g.uncorrectable))
+            key = g.pci or f"#{g.ordinal}"
+            rows.append((key, g.ordinal, g.pci, g.modes, g.link, g.power_cap, g.level, g.uncorrectable))
     else:
-        seen: dict[str | None, None] = {}
-        for g in first.gpus:
-            seen.setdefault(g.pci_bus, None)
-        rows = [(i, pci, gfx_of.get(pci), None, None, None, None, None) for i, pci in enumerate(seen)]
+        keys = list(dict.fromkeys(key_of_node.values()))
+        rows = [
+            (key, i, None if key.startswith("#") else key, None, None, None, None, None) for i, key in enumerate(keys)
+        ]
     found = []
-    for ordinal, pci, gfx, modes, link, cap, level, errors in rows:
-        said = checks.get(pci, [])
+    for key, ordinal, pci, modes, link, cap, level, errors in rows:
+        said = checks.get(key, [])
         bad = [c for c in said if c != "ok"]
         found.append(
             {
                 "host": host,
                 "ordinal": ordinal,
                 "pci": pci,
-                "gfx": gfx,
+                "gfx": gfx_of.get(key),
                 "modes": modes,
                 "link": link,
                 "power_cap": cap,
                 "level": level,
                 "errors": errors,
-                "processes": tuple(sorted(users.get(pci, ()))),
+                "processes": tuple(sorted(users.get(key, ()))),
                 "job_check": bad[0] if bad else ("ok" if said else "no process"),
             }
         )
@@ -564,8 +571,9 @@ def _size(size: int) -> str:
 def render(report: Mapping[str, Any], records: Mapping[int, Any]) -> str:
     """The page of one preflight: `report` as `cluster --json` prints it, `records` by process id."""
     problems = [f for f in report.get("findings", ()) if f.get("severity") in ("error", "warning")]
-    level = "ok" if report.get("exit_code") == 0 else html.worst(str(f.get("severity")) for f in problems) or "error"
-    if report.get("exit_code") not in (0, None) and level == "ok":
+    # The verdict's level: the exit code decides; the worst problem says how bad (a usage error has no problem).
+    level = "ok" if report.get("exit_code") == 0 else html.worst(str(f.get("severity")) for f in problems)
+    if report.get("exit_code") != 0 and level == "ok":
         level = "error"
     count = len(report.get("reported", ()))
     expected = report.get("processes") or "?"

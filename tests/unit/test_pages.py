@@ -79,3 +79,15 @@ def test_a_page_is_written_whole_and_never_over_a_file_without_force(tmp_path: P
 def test_severities_order_worst_first_and_names_sort_naturally() -> None:
     assert html.worst(["info", "warning", "ok"]) == "warning" and html.worst([]) == "ok"
     assert sorted(["node-10", "node-2", "node-1"], key=html.natural) == ["node-1", "node-2", "node-10"]
+
+
+def test_gpus_without_a_pci_address_are_told_apart_by_their_place() -> None:
+    """KFD gives no location (a VM, a synthetic node): each node is its own GPU, and each process its own cell."""
+    records = {}
+    for p in range(16):
+        base = record(p, 16)
+        records[p] = base._replace(gpus=tuple(g._replace(pci_bus=None) for g in base.gpus))
+    cells = cluster.cells_of({"findings": []}, records)
+    assert [(c.host, c.ordinal, c.processes) for c in cells[:3]] == [("gpu-0", 0, (0,)), ("gpu-0", 1, (1,)),
+                                                                      ("gpu-0", 2, (2,))]  # fmt: skip
+    assert len(cells) == 16 and all(c.pci is None and len(c.processes) == 1 for c in cells)
