@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
+
 
 def trace_events(
     steps: Sequence[Mapping[str, Any]], figures: Sequence[Mapping[str, Any]], host_of: Mapping[int, str]
@@ -88,7 +90,7 @@ def trace_events(
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "otherData": {"tool": "jax-rocm7-plugin cluster --deep", "clock": "each process's wall clock"},
+        "otherData": {"tool": f"{PLUGIN_DISTRIBUTION} cluster --deep", "clock": "each process's wall clock"},
     }
 
 
