@@ -252,9 +252,14 @@ def _not_ours(path: str, info: os.stat_result) -> str | None:
     return None
 
 
-def write_private(folder: str | os.PathLike[str], name: str, text: str, root: str | os.PathLike[str]) -> bool:
+def write_private(
+    folder: str | os.PathLike[str], name: str, text: str, root: str | os.PathLike[str], *, unless_same: bool = False
+) -> bool:
     """Write `text` as folder/name, private (0600 in folders made 0700) and atomically (a temporary file renamed
-    over it); nothing where the folders are not trusted (see above) or not writable. True when written."""
+    over it); nothing where the folders are not trusted (see above) or not writable. True when written.
+    `unless_same`: nothing where the file holds `text` already, and where several processes write the same text
+    at once, one of them writes it (the file is linked into place, never over one that appeared meanwhile with
+    the same text)."""
     folder = os.fspath(folder)
     try:
         _make_private_folders(folder)
@@ -265,14 +270,37 @@ def write_private(folder: str | os.PathLike[str], name: str, text: str, root: st
     if reason is not None:  # never written over: what is there stays for whoever looks into it
         say_untrusted(reason)
         return False
+    if unless_same and _holds(target, text):
+        return False
     partial = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
+        if unless_same:
+            try:
+                os.link(partial, target)  # where none is there: this process writes it, and no other
+            except FileExistsError:
+                if _holds(target, text):  # another process wrote the same meanwhile
+                    os.unlink(partial)
+                    return False
+                os.replace(partial, target)  # a stale one: replaced whole
+            else:
+                os.unlink(partial)
+            return True
         os.replace(partial, target)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(partial)
         return False
     return True
+
+
+def _holds(path: str, text: str) -> bool:
+    """`path` is a file holding exactly `text` (read no further than that)."""
+    expected = text.encode("utf-8")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(expected) + 1) == expected
+    except OSError:
+        return False

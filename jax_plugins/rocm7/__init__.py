@@ -10,13 +10,17 @@ the standard library only, and states the finding id it reports (the catalog's, 
 DAMAGED_INSTALL = "plugin-install-damaged"
 LOADER = "jax_rocm7_plugin._loader.register"  # a test keeps it equal to _names.PLUGIN_PACKAGE's loader
 WARM = "jax_rocm7_plugin._loader.warm"  # the plan of the last start, where it still holds (no checks imported)
+JOB_GATE = "jax_rocm7_plugin._loader.job_gate"  # a warm start in a job: the job check and the hang watcher
 
 
 def initialize() -> None:
     import importlib
 
     try:
-        if importlib.import_module(WARM).try_warm():
+        warm = importlib.import_module(WARM)
+        if warm.try_warm():
+            if warm.job_plan is not None:
+                importlib.import_module(JOB_GATE).from_plan(warm.job_plan)
             return
     except Exception:  # noqa: BLE001 - whatever went wrong, the loader checks everything and says it
         pass

@@ -16,22 +16,25 @@ passes jax's client, the tests a dict-backed store.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from jax_rocm7_plugin import _environment
-from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._job import catalog
-from jax_rocm7_plugin._job.catalog import ClusterFinding
-from jax_rocm7_plugin._job.phrases import processes_phrase
-from jax_rocm7_plugin._job.record import JoinFact, ProcessRecord
 from jax_rocm7_plugin._job.store import Store, process_of, read_published, wait_ms
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
-from jax_rocm7_plugin._pipeline import Facts
 from jax_rocm7_plugin._record import NamedTuple
+
+if TYPE_CHECKING:  # what the comparison needs is imported where it runs: a job whose records were seen agreeing
+    # before settles without it (`Memory`), and the other processes only read the verdict
+    from jax_rocm7_plugin._findings import Finding
+    from jax_rocm7_plugin._job.catalog import ClusterFinding
+    from jax_rocm7_plugin._job.record import JoinFact, ProcessRecord
+    from jax_rocm7_plugin._pipeline import Facts
 
 MODE_VARIABLE = _environment.JOB_CHECK
 TIMEOUT_VARIABLE = _environment.JOB_CHECK_TIMEOUT
@@ -96,9 +99,34 @@ class Verdict(NamedTuple):
             raise ValueError(f"not a job-check verdict: {error}") from None
 
 
+class Memory(NamedTuple):
+    """Process 0's memory of jobs whose records agreed: `knows(digest)` and `keep(digest)` (the loader keeps it in
+    its private cache, beside the start-up plans). `salt` names the comparison's code, so that another release's
+    memory is never taken for this one's."""
+
+    knows: Callable[[str], bool]
+    keep: Callable[[str], None]
+    salt: str
+
+
+# The coordinator's port changes with every job; no rule reads it (the loopback rule reads its host).
+_COORDINATOR_PORT = re.compile(r'("coordinator":"[^"]*):\d+"')
+
+
+def records_digest(texts: Mapping[int, str], salt: str) -> str:
+    """What the comparison reads of a job's records, as one digest: every record as published, in process
+    order, but for the coordinator's port."""
+    digest = hashlib.sha256(salt.encode())
+    for process in sorted(texts):
+        digest.update(f"\0{process}\0".encode())
+        digest.update(_COORDINATOR_PORT.sub(r'\1"', texts[process]).encode())
+    return digest.hexdigest()
+
+
 class Outcome(NamedTuple):
     verdict: Verdict
     findings: tuple[ClusterFinding, ...] = ()  # process 0's, for its table; empty elsewhere
+    remembered: bool = False  # process 0 found these records in its memory of agreeing jobs
 
 
 def next_start() -> int:
@@ -116,20 +144,27 @@ def run(
     timeout: float,
     grace: float = VERDICT_GRACE_SECONDS,
     clock: Callable[[], float] = time.monotonic,
+    memory: Memory | None = None,
 ) -> Outcome:
     """Publish `record` (encoded), then settle on the job's verdict: process 0 waits `timeout` for the others'
     records, the others `timeout + grace` for the verdict. Exceptions from the store other than a wait running
-    out propagate: the caller steps aside."""
+    out propagate: the caller steps aside. `memory`: where process 0 finds that these very records agreed before
+    (then it settles on agreement without comparing again) and keeps them when they do."""
     base = f"{PREFIX}/{start}"
     store.key_value_set(f"{base}/record/{process_id}", record)
     if process_id == 0:
         others = read_published(store, f"{base}/record", range(1, num_processes), clock() + timeout, clock)
         texts = {0: record, **others}
+        digest = records_digest(texts, memory.salt) if memory is not None and len(texts) == num_processes else None
+        if digest is not None and memory is not None and memory.knows(digest):
+            return Outcome(_settle(store, base, Verdict("agree")), (), remembered=True)
         records, unreadable = _parse(texts)
         missing = tuple(sorted({*(p for p in range(num_processes) if p not in texts), *unreadable}))
         findings = tuple(_findings(records))
         verdict = decide(records, findings, missing, timeout)
         settled = _settle(store, base, verdict)
+        if digest is not None and memory is not None and settled.kind == "agree":
+            memory.keep(digest)
         return Outcome(settled, findings if settled == verdict else ())
     try:
         text = store.blocking_key_value_get(f"{base}/verdict", wait_ms(timeout + grace))
@@ -176,6 +211,8 @@ def decide(
     if refusing:
         first = refusing[0]
         also = f"; {len(refusing) - 1} more reason(s)" if len(refusing) > 1 else ""
+        from jax_rocm7_plugin._job.phrases import processes_phrase
+
         late = f"; {processes_phrase(missing)} did not report" if missing else ""
         line = (
             f"the ROCm backend starts in none of this job's {count} processes: {_bounded(first.summary)}{also}"
@@ -196,6 +233,8 @@ def decide(
 def no_verdict(missing: tuple[int, ...], timeout: float) -> Verdict:
     """The check could not conclude: never a reason to fail a job that may well be healthy."""
     if missing:
+        from jax_rocm7_plugin._job.phrases import processes_phrase
+
         who = f"{processes_phrase(missing)} (host unknown: no record came)"
         line = f"the job check heard nothing from {who} within {timeout:g} s ({TIMEOUT_VARIABLE})"
     else:
@@ -269,4 +308,6 @@ def table(verdict: Verdict, findings: tuple[ClusterFinding, ...], count: int) ->
         "incomplete": "Job check: incomplete",
         "agree": "Job check: consistent",
     }[verdict.kind]
-    return "\n".join([f"{head} ({count} processes)", *catalog.finding_lines(findings)])
+    from jax_rocm7_plugin._job.catalog import finding_lines
+
+    return "\n".join([f"{head} ({count} processes)", *finding_lines(findings)])

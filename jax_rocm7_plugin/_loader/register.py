@@ -12,6 +12,7 @@ and the fix, and a backend factory under 'rocm' that raises that same cause, so
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 from collections.abc import MutableMapping
@@ -25,6 +26,7 @@ from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._loader import warm as _warm
+from jax_rocm7_plugin._loader.job_gate import RocmUnavailable
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 from jax_rocm7_plugin._record import NamedTuple
@@ -190,31 +192,12 @@ def _initialize() -> None:
     _watch_for_hangs(rocm=registered)
 
 
-_hang_watcher: Any = None
-
-
 def _watch_for_hangs(*, rocm: bool) -> None:
-    """In a process of a multi-process job, the hang watcher (_job/hang.py): where the ROCm backend was
-    registered, or JAX_ROCM_HANG_PLATFORMS names another backend to watch (tests: cpu). Once per process."""
-    global _hang_watcher
-    state = _distributed_job()
-    if state is None or _hang_watcher is not None:
-        return
-    from jax_rocm7_plugin._job import hang
+    """In a process of a multi-process job, the hang watcher (job_gate.watch_for_hangs)."""
+    if _distributed_job() is not None:
+        from jax_rocm7_plugin._loader.job_gate import watch_for_hangs
 
-    settings = hang.read_settings(os.environ)
-    if not rocm and not settings.platforms:
-        return
-    try:
-        _hang_watcher = hang.start(
-            state.client,
-            int(state.process_id),
-            int(state.num_processes),
-            settings,
-            alive=lambda: state.client is not None,
-        )
-    except Exception as error:  # noqa: BLE001 - the watcher never harms the job
-        logger.debug("the hang watcher steps aside: %s: %s", type(error).__name__, error)
+        watch_for_hangs(rocm=rocm)
 
 
 def _write_plan(
@@ -228,14 +211,17 @@ def _write_plan(
     extension = native_path("rocm_plugin_extension")
     extension_path = str(extension) if extension.is_file() else None
     lost = catalog.custom_calls_unavailable("{cause}", (f"library: {plan.library_path}",))
+    job = _job_part(facts, platforms) if _distributed_job() is not None else None
+    decisive = tuple(job.pop("decisive")) if job is not None else ()
     try:
-        machine = _warm.machine_facts(root)
+        machine = _warm.machine_facts(root, decisive)
     except (Deadline, OSError):
         return  # a machine that does not answer in time is checked afresh each start
     _warm.write_plan(
         before,
         platforms,
         {
+            **({"job": job, "decisive": list(decisive)} if job is not None else {}),
             "library": plan.library_path,
             "said": said,
             "set": [(k, v) for k, v in _environment.everything() if k != "PATH" and before.get(k) != v],
@@ -248,6 +234,33 @@ def _write_plan(
             "machine": machine,
         },
     )
+
+
+def _job_part(facts: Facts, platforms: str | None) -> dict[str, Any] | None:
+    """In a job, what a warm start of a later job needs for its job check: the record this start states, but for
+    what is each process's own (how it joined, its host, its variables: stated at each start), and the files
+    that decide the health it states (their contents are watched: a counter that moved means a cold start)."""
+    from jax_rocm7_plugin._job import check
+    from jax_rocm7_plugin._job.record import SCHEMA, JoinFact
+    from jax_rocm7_plugin._loader.job_gate import jax_version
+    from jax_rocm7_plugin._machine.gpu_health import decisive_files, read_in_time
+    from jax_rocm7_plugin._policy import cluster_policy
+    from jax_rocm7_plugin._safe_io import Deadline
+
+    try:
+        text = check.local_record(facts, None, JoinFact(0, 1, None, None, "", ""), os.environ, jax_version())
+        node = read_in_time(facts.settings.sysroot, full=False) if facts.machine is not None else None
+    except (Deadline, OSError, ValueError):
+        return None
+    own, _, shared = text.partition("\n")
+    return {
+        "schema": SCHEMA,
+        "shared": shared,
+        "truncated": json.loads(own).get("truncated", []),
+        "limit": cluster_policy.record_max_bytes(),
+        "required": rocm_required(platforms),
+        "decisive": decisive_files(node) if node is not None else [],
+    }
 
 
 def _register(plan: Plan, platforms: str | None, facts: Facts) -> bool:
@@ -329,10 +342,6 @@ def _extension_missing(plan: Plan) -> str | None:
     return None
 
 
-class RocmUnavailable(RuntimeError):
-    """Raised by the placeholder backend factory: carries the finding's sentence."""
-
-
 def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | None = None) -> None:
     """One warning line (unless jax will raise it as an error), and a factory that raises it (after taking
     part in the job check, where `facts` says what this process learned: the others must hear that its
@@ -356,114 +365,44 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
 
 
 def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
-    """In a multi-process job (the loader runs inside jax's plugin discovery, after jax.distributed is
-    initialized), put the job check in front of the factory jax registered for our library.
-
-    A refusal then falls back to CPU with one line where rocm was not required, as the loader's own refusals
-    do (jax registers plugins to fail loudly); so that a client that fails to start is not hidden by that, it
-    gets its one line too (rocm-client-failed). Where jax keeps its factories otherwise, the check steps aside.
-    """
-    from jax._src import xla_bridge
-
+    """In a multi-process job, the job check in front of the factory jax registered for our library
+    (_loader/job_gate.py), stating this process's record from what the checks learned."""
     if _distributed_job() is None:
         return  # a single process: jax's factory as registered, nothing new
-    registration = getattr(xla_bridge, "_backend_factories", {}).get(BACKEND)
-    create = getattr(registration, "factory", None)
-    if registration is None or create is None or not hasattr(registration, "fail_quietly"):
-        logger.debug("the job check steps aside: jax keeps its backend factories in another form")
-        return
-    required = rocm_required(platforms)
+    from jax_rocm7_plugin._loader import job_gate
 
-    def checked() -> Any:
-        refusal = _job_check(facts, None, platforms)
-        if refusal is not None:
-            raise RocmUnavailable(refusal)
-        try:
-            return create()
-        except Exception as error:
-            if not required:
-                finding = catalog.rocm_client_failed(error)
-                logger.warning(
-                    "ROCm backend unavailable, jax falls back to CPU: %s [%s]", finding.sentence(), finding.id
-                )
-            raise
-
-    registration.factory = checked
-    registration.fail_quietly = not required
+    job_gate.install(_record_maker(facts, None), rocm_required(platforms))
 
 
 def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) -> str | None:
-    """In a process of a multi-process job, at backend start (jax.distributed is initialized by then): the
-    job's processes compare their records and all act on one verdict (_job/check.py). Returns the sentence to
-    raise where the verdict refuses the backend; None to go on. Never raises; single processes do nothing."""
-    state = _distributed_job()
-    if state is None:
-        return None
-    client, count, process_id = state.client, int(state.num_processes), int(state.process_id)
-    from jax_rocm7_plugin._job import check
+    """The job check where this process's own checks decided (`blocking`: the refusal, None where the backend
+    would come up): the sentence to raise where the job's verdict refuses the backend, else None."""
+    from jax_rocm7_plugin._loader import job_gate
 
-    settings = check.read_settings(os.environ)
-    for problem in settings.problems:
-        logger.warning("ROCm backend: %s", problem)
-    if settings.mode == "off":
-        return None
-    import time
+    return job_gate.check(
+        _record_maker(facts, blocking), blocking=blocking is not None, required=rocm_required(platforms)
+    )
 
-    began, cpu = time.perf_counter(), time.thread_time()
-    try:
-        join = _join_fact(state, process_id, count)
-        record = check.local_record(facts, blocking, join, os.environ, _jax_version())
-        outcome = check.run(client, process_id, count, record, start=check.next_start(), timeout=settings.timeout)
-    except Exception as error:  # noqa: BLE001 - an API this jaxlib lacks, a service gone: never worse than today
-        logger.debug("the job check steps aside: %s: %s", type(error).__name__, error)
-        return None
-    verdict = outcome.verdict
-    wall, work = (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000
-    logger.debug("job check: %s in %.1f ms (%.1f ms of this process's CPU)", verdict.kind, wall, work)
-    if verdict.kind == "agree" or (verdict.kind == "warn" and process_id != 0):
-        return None
-    if process_id == 0 and verdict.kind == "refuse" and outcome.findings:
-        logger.warning("%s", check.table(verdict, outcome.findings, count))
-    if verdict.kind == "refuse" and settings.mode == "error":
-        if blocking is None and not rocm_required(platforms):
-            logger.warning("ROCm backend unavailable, jax falls back to CPU: %s", verdict.line)
-        elif blocking is not None:
-            logger.warning("ROCm backend: %s", verdict.line)
-        return verdict.line
-    logger.warning("ROCm backend: %s", verdict.line)
-    return None
+
+def _record_maker(facts: Facts, blocking: Finding | None) -> Any:
+    """join -> this process's record from the pipeline's facts and verdict (_job/check.local_record)."""
+
+    def make(join: dict[str, Any]) -> str:
+        from jax_rocm7_plugin._job import check
+        from jax_rocm7_plugin._job.record import JoinFact
+        from jax_rocm7_plugin._loader.job_gate import jax_version
+
+        fact = JoinFact(**{**join, "local_device_ids": _ids(join["local_device_ids"])})
+        return check.local_record(facts, blocking, fact, os.environ, jax_version())
+
+    return make
+
+
+def _ids(ids: list[int] | None) -> tuple[int, ...] | None:
+    return None if ids is None else tuple(ids)
 
 
 def _distributed_job() -> Any | None:
-    """jax.distributed's state where this process is one of a job of several processes; None where it is not
-    (or where jax keeps that state in another form: then there is no job check)."""
-    try:
-        from jax._src import distributed
+    from jax_rocm7_plugin._loader.job_gate import distributed_job
 
-        state = distributed.global_state
-        if state.client is None or int(state.num_processes or 0) <= 1:
-            return None
-        int(state.process_id)
-    except Exception:  # noqa: BLE001 - jax's internals moved
-        return None
-    return state
-
-
-def _join_fact(state: Any, process_id: int, count: int) -> Any:
-    """How this process joined, as jax.distributed says: the local device ids are the visible devices
-    jax.distributed.initialize gave the rocm backend (jax_rocm_visible_devices)."""
-    from jax._src import xla_bridge
-
-    from jax_rocm7_plugin._job.record import JoinFact
-
-    visible = str(getattr(getattr(xla_bridge, "_ROCM_VISIBLE_DEVICES", None), "value", "all") or "all")
-    ids = None if visible == "all" else tuple(int(i) for i in visible.split(",") if i.strip())
-    coordinator = str(getattr(state, "coordinator_address", None) or "")
-    return JoinFact(process_id, count, None, ids, coordinator, "jax.distributed")
-
-
-def _jax_version() -> str | None:
-    import sys
-
-    version = getattr(sys.modules.get("jax.version"), "_version", None)
-    return str(version) if version is not None else None
+    return distributed_job()

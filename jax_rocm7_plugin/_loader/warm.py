@@ -60,7 +60,13 @@ STEERING_PREFIXES = (
 # the decision (the hosts it spans, which known issues of jobs across hosts match) is in the key as a count.
 TOPOLOGY = "sys/class/kfd/kfd/topology"
 _SMALL = 16 * 1024
-_OWN_FOLDERS = ("", "_loader", "_policy", "_machine", "_binary")  # this package's files the decision is made by
+# This package's files the decision is made by (_job: a job's plan holds the record its code states, and process
+# 0's memory of agreeing jobs is salted with the same).
+_OWN_FOLDERS = ("", "_loader", "_policy", "_machine", "_binary", "_job")
+# jax.distributed's own variables name a job (its coordinator, this process's place in it), not the machine: a
+# job's processes differ in them and every job changes them. How this process joined is stated at backend start.
+JOB_IDENTITY = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_PORT", "JAX_PROCESS_ID", "JAX_NUM_PROCESSES",
+                "JAX_LOCAL_DEVICE_IDS")  # fmt: skip
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
@@ -77,7 +83,7 @@ def _identity(path: str) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
 
 
-def _sysroot(environ: Mapping[str, str]) -> str:
+def sysroot(environ: Mapping[str, str]) -> str:
     return _environment.read(_environment.SYSROOT, environ) or "/"
 
 
@@ -88,7 +94,7 @@ def plans_dir(environ: Mapping[str, str]) -> Path | None:
 
 
 @functools.cache
-def _own_files() -> str:
+def own_files() -> str:
     """The newest change among this package's decision-making files (a reinstall or an edit of a checkout)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     newest, count = 0, 0
@@ -106,15 +112,16 @@ def _own_files() -> str:
 
 def plan_key(environ: Mapping[str, str], platforms: str | None) -> str:
     """What a plan is filed under: everything cheap that can change the decision."""
-    steering = _environment.matching(STEERING_PREFIXES, environ)
+    steering = [(k, v) for k, v in _environment.matching(STEERING_PREFIXES, environ) if k not in JOB_IDENTITY]
     versions = [getattr(sys.modules.get(m), "__version__", "") for m in ("jax.version", "jaxlib.version")]
     parts = [str(PLAN_FORMAT), sys.version, *versions, str(platforms), json.dumps(steering), json.dumps(sys.path)]
-    parts += [_sysroot(environ), _own_files(), str(os.geteuid()), str(_environment.job_hosts(environ))]
+    parts += [sysroot(environ), own_files(), str(os.geteuid()), str(_environment.job_hosts(environ))]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def machine_facts(root: str) -> dict[str, Any]:
-    """The machine facts a verdict depends on, as the machine probe reads them (under its deadline)."""
+def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The machine facts a verdict depends on, as the machine probe reads them (under its deadline); and for a job's
+    plan the `decisive` files' contents (the GPUs' error counters and partition modes its record states)."""
     from jax_rocm7_plugin._safe_io import read_text, with_deadline
 
     def read() -> dict[str, Any]:
@@ -152,7 +159,7 @@ def machine_facts(root: str) -> dict[str, Any]:
             shm_bytes = shm.f_blocks * shm.f_frsize
         except OSError:
             shm_bytes = None
-        return {
+        facts = {
             "nodes": nodes,
             "properties": properties,
             "devices": devices,
@@ -160,6 +167,15 @@ def machine_facts(root: str) -> dict[str, Any]:
             "shm": shm_bytes,
             "groups": sorted(os.getgroups()),
         }
+        if decisive:
+            contents: dict[str, str | None] = {}
+            for path in decisive:
+                try:
+                    contents[path] = read_text(_under(root, path), _SMALL)
+                except (OSError, ValueError):
+                    contents[path] = None
+            facts["decisive"] = contents
+        return facts
 
     return with_deadline(read)
 
@@ -181,8 +197,8 @@ def _still_holds(plan: dict[str, Any], root: str) -> str | None:
         now = os.path.realpath(path[9:]) if path.startswith("realpath:") else _identity(path)
         if now != identity:
             return f"{path} changed"
-    if machine_facts(root) != plan["machine"]:
-        return "the machine's GPUs, device nodes or access changed"
+    if machine_facts(root, tuple(plan.get("decisive", ()))) != plan["machine"]:
+        return "the machine's GPUs, device nodes, access or GPU counters changed"
     return None
 
 
@@ -197,16 +213,20 @@ def _read_plan(directory: Path, key: str) -> dict[str, Any] | None:
     return plan if plan.get("format") == PLAN_FORMAT else None
 
 
-def write_plan(environ: Mapping[str, str], platforms: str | None, plan: dict[str, Any]) -> None:
+def write_plan(environ: Mapping[str, str], platforms: str | None, plan: dict[str, Any]) -> bool:
     """File `plan` under this process's key, private and atomically; nothing where the cache is not writable or
-    not this user's alone (_safe_io.write_private)."""
+    not this user's alone (_safe_io.write_private), and nothing where the same plan is filed already (the
+    processes of a job on one machine start together: one writes, the others find it written). True: written."""
     from jax_rocm7_plugin._safe_io import write_private
 
     directory = plans_dir(environ)
     if directory is None:
-        return
+        return False
     key = plan_key(environ, platforms)
-    write_private(directory, f"{key}.json", json.dumps({"format": PLAN_FORMAT, **plan}), directory.parent)
+    text = json.dumps({"format": PLAN_FORMAT, **plan})
+    written = write_private(directory, f"{key}.json", text, directory.parent, unless_same=True)
+    logger.debug("the start-up plan %s", "written" if written else "was there already, or is not written here")
+    return written
 
 
 def _in_a_job() -> bool:
@@ -240,17 +260,25 @@ def register_from_plan(platforms: str | None) -> bool:
     """Register the backend from a plan that still holds; False (nothing done) where the cold path must run."""
     environ = os.environ
     directory = plans_dir(environ)
-    if directory is None or _in_a_job():
+    if directory is None:
         return False
+    in_a_job = _in_a_job()
     plan = _read_plan(directory, plan_key(environ, platforms))
-    if plan is None:
+    if plan is None or (in_a_job and "job" not in plan):  # a lone start's plan states nothing for a job's check
         return False
-    changed = _still_holds(plan, _sysroot(environ))
+    changed = _still_holds(plan, sysroot(environ))
     if changed is not None:
         logger.debug("ROCm backend: the plan of the last start does not hold (%s); checking again", changed)
         return False
     register(plan)
+    global job_plan
+    job_plan = plan["job"] if in_a_job else None
     return True
+
+
+# A warm start in a job: the plan's part for the job check, which the entry module hands to the job gate
+# (_loader/job_gate.py: the check is no part of a lone warm start, and this module imports none of it).
+job_plan: dict[str, Any] | None = None
 
 
 def register(plan: dict[str, Any]) -> None:

@@ -418,6 +418,20 @@ def read_gpus(root: Path, topology: Topology, *, full: bool = True) -> tuple[Gpu
     return tuple(found)
 
 
+def decisive_files(node: NodeHealth) -> list[str]:
+    """The files (as the machine names them) whose contents decide what a cheap read (`full=False`) states of the
+    node: each GPU's error counters, partition modes and PCIe replays. A warm start in a job watches them."""
+    paths: list[str] = []
+    for gpu in node.gpus:
+        if gpu.pci is None:
+            continue
+        shown = f"{PCI_DEVICES}/{gpu.pci}"
+        paths += [block.path for block in gpu.ras] + list(gpu.ras_inaccessible)
+        paths += [f"{shown}/{name}" for name in ("current_compute_partition", "current_memory_partition",
+                                                 "pcie_replay_count")]  # fmt: skip
+    return paths
+
+
 def read_host(root: Path) -> HostSettings:
     from jax_rocm7_plugin._machine.network import rdma_devices
 

@@ -149,3 +149,73 @@ def test_no_secret_is_published(tmp_path: Path, standin_library: Path, odd: bool
     assert len(values) == 3 and any("NCCL_IB_HCA" in v for v in values)
     assert not [s for s in SECRETS.values() for v in values if s in v]
     assert not [s for s in SECRETS.values() for o in job.outcomes if s in o.stderr or s in o.stdout]
+
+
+# --- a later job on the same machines: the warm path, the job check included --------------------------------
+
+WARM_LINE = "(the plan of the last start)"
+REMEMBERED = "(these records agreed before)"
+
+
+def test_the_second_job_starts_from_the_plan_and_process_0_remembers_the_verdict(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    debug = {"JOB_DEBUG": "1"}
+    first = run_job(tmp_path, standin_library, 2, each=debug)
+    assert first.codes == [0, 0] and all(WARM_LINE not in o.stderr for o in first.outcomes)
+    assert any("job check: agree" in line for line in first.outcomes[0].stderr.splitlines())
+    second = run_job(tmp_path, standin_library, 2, each=debug)
+    assert second.codes == [0, 0], [o.stderr[-1500:] for o in second.outcomes]
+    assert all(WARM_LINE in o.stderr for o in second.outcomes)  # both took the plan
+    checks = [line for line in second.outcomes[0].stderr.splitlines() if "job check: agree" in line]
+    assert len(checks) == 1 and REMEMBERED in checks[0], checks
+    keys = second.results[0]["keys"]
+    assert json.loads(keys["jax_rocm7/job-check/0/verdict"])["kind"] == "agree"
+    # The warm processes stated the records the cold ones did (only the coordinator's port differs).
+    for process in range(2):
+        before = first.results[0]["keys"][f"jax_rocm7/job-check/0/record/{process}"]
+        after = keys[f"jax_rocm7/job-check/0/record/{process}"]
+        assert after.split(':"127.0.0.1:', 1)[0] == before.split(':"127.0.0.1:', 1)[0]
+        assert after.partition("\n")[2] == before.partition("\n")[2]
+
+
+def test_a_process_unlike_the_plan_takes_the_full_path_and_is_named(tmp_path: Path, standin_library: Path) -> None:
+    debug = {"JOB_DEBUG": "1"}
+    assert run_job(tmp_path, standin_library, 2, each=debug).codes == [0, 0]
+    other = tmp_path / "other-build" / standin_library.name
+    other.parent.mkdir()
+    shutil.copy(standin_library, other)
+    with open(other, "ab") as stream:
+        stream.write(b"another build" * 100)
+    job = run_job(tmp_path, standin_library, 2, library={1: other}, each=debug)
+    assert WARM_LINE in job.outcomes[0].stderr and WARM_LINE not in job.outcomes[1].stderr
+    refused_everywhere(job, "cluster-library-mismatch", [1])
+
+
+def test_a_counter_that_moved_since_the_plan_means_the_full_path(tmp_path: Path, standin_library: Path) -> None:
+    """The plan states the GPUs' health as its cold start read it: a new uncorrectable error is read afresh, and
+    named by the job check as at any start."""
+    pair = Node(HEALTHY_NODES["8x MI300X (XGMI, SPX/NPS1)"].boards[:2])
+    layout = {"hosts": {0: "node-0", 1: "node-1"}, "nodes": {0: pair, 1: pair}, "each": {"JOB_DEBUG": "1"}}
+    address = routable_address()
+    assert run_job(tmp_path, standin_library, 2, coordinator=address, **layout).codes == [0, 0]  # type: ignore[arg-type]
+    (counter,) = (tmp_path / "p1").glob(f"sys/devices/**/{pair.boards[0].pci}/ras/aca_umc")
+    counter.write_text("ue: 1\nce: 0\nde: 0\n")
+    job = run_job(tmp_path, standin_library, 2, coordinator=address, **layout)  # type: ignore[arg-type]
+    assert WARM_LINE in job.outcomes[0].stderr and WARM_LINE not in job.outcomes[1].stderr
+    assert job.codes == [0, 0], [o.stderr[-1500:] for o in job.outcomes]  # a degraded GPU warns; the job runs
+    (line,) = [line for line in job.lines(0) if "[cluster-gpu-degraded]" in line]
+    assert f"node-1: GPU 0 (gfx942 at {pair.boards[0].pci})" in line
+
+
+def test_eight_processes_of_one_machine_starting_at_once_leave_one_whole_plan(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    job = run_job(tmp_path, standin_library, 8, each={"JOB_DEBUG": "1"}, one_machine=True)
+    assert job.codes == [0] * 8, [o.stderr[-800:] for o in job.outcomes]
+    written = [p for p, o in enumerate(job.outcomes) if "the start-up plan written" in o.stderr]
+    assert len(written) == 1, written
+    plans = list((tmp_path / "cache").glob("jax-rocm7-plugin/plans/*.json"))
+    assert len(plans) == 1 and "job" in json.loads(plans[0].read_text())
+    again = run_job(tmp_path, standin_library, 8, each={"JOB_DEBUG": "1"}, one_machine=True)
+    assert again.codes == [0] * 8 and all(WARM_LINE in o.stderr for o in again.outcomes)

@@ -53,19 +53,23 @@ def run_job(
     hosts: dict[int, str] | None = None,
     nodes: dict[int, Node] | None = None,
     coordinator: str = "127.0.0.1",
+    one_machine: bool = False,
 ) -> JobRun:
     """`count` processes, each on a machine of its own (`count` gfx942 GPUs), all named node-0 unless `hosts` says;
-    `nodes`: a process's GPUs as a node's boards, with their health files."""
+    `nodes`: a process's GPUs as a node's boards, with their health files; `one_machine`: all on process 0's.
+    A machine made by an earlier job in `tmp_path` is kept as it is (a later job on the same machines)."""
     port = free_port()
     commands = []
     for process in range(count):
-        root = host_sysroot(
-            tmp_path / f"p{process}",
-            (hosts or {}).get(process, "node-0"),
-            gpus_with_ids(count, (gfx or {}).get(process, 90402)),
-            kfd=process not in no_kfd,
-            node=(nodes or {}).get(process),
-        )
+        root = tmp_path / f"p{0 if one_machine else process}"
+        if not root.exists():
+            host_sysroot(
+                root,
+                (hosts or {}).get(process, "node-0"),
+                gpus_with_ids(count, (gfx or {}).get(process, 90402)),
+                kfd=process not in no_kfd,
+                node=(nodes or {}).get(process),
+            )
         env = clean_env(
             JAX_ROCM_SYSROOT=str(root),
             JAX_ROCM_PJRT_LIBRARY=str((library or {}).get(process, standin)),

@@ -10,7 +10,8 @@ and (process 0) every key and value under jax_rocm7/ in the coordination service
 
 Parts a test may ask of a process (variables): JOB_LATE=<s> reach backend start that much later;
 JOB_NEVER=1 never start a backend (sleep JOB_LATE, then leave); JOB_RESTART=1 start the backends a second
-time after jax.extend.backend.clear_backends().
+time after jax.extend.backend.clear_backends(); JOB_DEBUG=1 our logger's debug lines on stderr (which start
+path a process took, what the job check did).
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ import time
 
 
 def main() -> int:
+    if os.environ.get("JOB_DEBUG") == "1":
+        import logging
+
+        logger = logging.getLogger("jax_rocm7_plugin")
+        logger.setLevel(logging.DEBUG)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
     import jax
 
     address, count, process = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -21,8 +21,8 @@ from jax_rocm7_plugin._job.record import (
     decode,
     encode,
     from_json,
-    steering_environment,
 )
+from jax_rocm7_plugin._job.steering import steering_environment
 from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._policy import cluster_policy
 from tests.support.records import ETH, PER_HOST, job, record

@@ -144,3 +144,48 @@ def test_a_long_summary_is_bounded_in_the_line() -> None:
     findings = tuple(compare_at_backend_start({**records, **odd}))
     verdict = check.decide({**records, **odd}, findings, (), 1.0)
     assert verdict.kind == "refuse" and len(verdict.line) < check.SUMMARY_MAX_CHARS + 400
+
+
+def _remembering() -> tuple[check.Memory, set[str]]:
+    seen: set[str] = set()
+    return check.Memory(lambda d: d in seen, seen.add, "salt"), seen
+
+
+def test_process_0_remembers_agreeing_records_and_settles_on_them_without_comparing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory, seen = _remembering()
+    texts = {p: encode(r) for p, r in job(4).items()}
+
+    def settle(store: Store) -> check.Outcome:
+        return check.run(store, 0, 4, texts[0], start=0, timeout=0.5, memory=memory)
+
+    first = Store()
+    for p in range(1, 4):
+        first.key_value_set(f"jax_rocm7/job-check/0/record/{p}", texts[p])
+    outcome = settle(first)
+    assert outcome.verdict.kind == "agree" and not outcome.remembered and len(seen) == 1
+    monkeypatch.setattr(check, "_findings", lambda records: pytest.fail("compared again"))
+    again = Store()
+    for p in range(1, 4):
+        again.key_value_set(f"jax_rocm7/job-check/0/record/{p}", texts[p].replace(":6000", ":6123"))
+    assert settle(again) == check.Outcome(check.Verdict("agree"), (), remembered=True)
+
+
+def test_the_digest_is_of_what_the_comparison_reads_but_the_coordinator_s_port() -> None:
+    texts = {p: encode(r) for p, r in job(4).items()}
+    digest = check.records_digest(texts, "salt")
+    assert check.records_digest({p: t.replace("gpu-0:6000", "gpu-0:7001") for p, t in texts.items()}, "salt") == digest
+    assert check.records_digest({p: t.replace("gpu-0:6000", "gpu-9:6000") for p, t in texts.items()}, "salt") != digest
+    assert check.records_digest(texts, "another release") != digest
+    odd = {**texts, 3: encode(job(4, {3: {"library_identity": "sha256:" + "cd" * 32}})[3])}
+    assert check.records_digest(odd, "salt") != digest
+
+
+def test_a_refusal_is_never_remembered() -> None:
+    memory, seen = _remembering()
+    records = job(2, {1: {"library_identity": "sha256:" + "cd" * 32}})
+    store = Store()
+    store.key_value_set("jax_rocm7/job-check/0/record/1", encode(records[1]))
+    outcome = check.run(store, 0, 2, encode(records[0]), start=0, timeout=0.5, memory=memory)
+    assert outcome.verdict.kind == "refuse" and seen == set()
