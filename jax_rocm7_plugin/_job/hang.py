@@ -42,6 +42,7 @@ PLATFORMS_VARIABLE = _environment.HANG_PLATFORMS  # backends besides rocm that a
 DEFAULT_TIMEOUT = _environment.DEFAULT_HANG_TIMEOUT
 HANG_EXIT_CODE = 124  # as timeout(1) says "ran out of time"
 PREFIX = "jax_rocm7/hang"
+BASELINE_WAIT_SECONDS = 30.0  # a backend that has not started by then: the counters are read all the same
 TRAIL_PLACES = 24  # places kept per process for the timeline (at most ~24 x 120 bytes in its answer)
 _JAX_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}{PLUGIN_PACKAGE}{os.sep}")
 _STDLIB = os.path.dirname(os.__file__)
@@ -233,7 +234,13 @@ class _Caller:
 
 class Watcher(threading.Thread):
     def __init__(
-        self, client: Any, process: int, count: int, settings: HangSettings, alive: Callable[[], bool]
+        self,
+        client: Any,
+        process: int,
+        count: int,
+        settings: HangSettings,
+        alive: Callable[[], bool],
+        baseline_after: threading.Event | None = None,
     ) -> None:
         super().__init__(name="rocm-hang-watcher", daemon=True)
         assert settings.timeout is not None
@@ -253,6 +260,7 @@ class Watcher(threading.Thread):
         self.trail: collections.deque[tuple[float, str, bool]] = collections.deque(maxlen=TRAIL_PLACES)
         self.leaving = False  # JAX_ROCM_HANG_ACTION=exit was acted on
         self.asks = 0
+        self.baseline_after = baseline_after
         self.caller = _Caller()
         self.caller.start()  # now, while threads can start
 
@@ -267,6 +275,8 @@ class Watcher(threading.Thread):
     def run(self) -> None:
         # Nothing is published while the job is healthy: the service holds this watcher's keys only once a
         # process has noticed (its ask, every answer).
+        if self.baseline_after is not None:
+            self.baseline_after.wait(BASELINE_WAIT_SECONDS)
         self._try(self._read_counters)
         last, since = None, time.monotonic()
         while self.alive():
@@ -510,13 +520,22 @@ def _leave() -> None:
     os._exit(HANG_EXIT_CODE)
 
 
-def start(client: Any, process: int, count: int, settings: HangSettings, alive: Callable[[], bool]) -> Watcher | None:
-    """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off; default 600 s)."""
+def start(
+    client: Any,
+    process: int,
+    count: int,
+    settings: HangSettings,
+    alive: Callable[[], bool],
+    baseline_after: threading.Event | None = None,
+) -> Watcher | None:
+    """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off; default 600 s).
+    `baseline_after`: the GPU counters' first read waits for it (at most BASELINE_WAIT_SECONDS): the backend's start,
+    which the read would otherwise slow down (it competes for the interpreter)."""
     for problem in settings.problems:
         logger.warning("ROCm job: %s", problem)
     if settings.timeout is None:
         return None
-    watcher = Watcher(client, process, count, settings, alive)
+    watcher = Watcher(client, process, count, settings, alive, baseline_after)
     watcher.start()
     if settings.action == "exit":
         import atexit

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -71,6 +72,11 @@ def jax_version() -> str | None:
     return str(version) if version is not None else None
 
 
+# Set once a ROCm client has started (or failed to) through the job gate: the hang watcher reads its first GPU
+# counters after it, not while the job starts.
+backend_started = threading.Event()
+
+
 def install(make_record: MakeRecord, required: bool) -> None:
     """In a multi-process job (the loader runs inside jax's plugin discovery, after jax.distributed is
     initialized), put the job check in front of the factory jax registered for our library.
@@ -90,6 +96,12 @@ def install(make_record: MakeRecord, required: bool) -> None:
         return
 
     def checked() -> Any:
+        try:
+            return check_then_create()
+        finally:
+            backend_started.set()
+
+    def check_then_create() -> Any:
         refusal = check(make_record, blocking=False, required=required)
         if refusal is not None:
             raise RocmUnavailable(refusal)
@@ -250,6 +262,7 @@ def watch_for_hangs(*, rocm: bool) -> None:
             int(state.num_processes),
             settings,
             alive=lambda: state.client is not None,
+            baseline_after=backend_started if rocm else None,
         )
     except Exception as error:  # noqa: BLE001 - the watcher never harms the job
         logger.debug("the hang watcher steps aside: %s: %s", type(error).__name__, error)

@@ -1,0 +1,139 @@
+"""What a process of a multi-process job pays for our pair at backend start, against a bare registration.
+
+    python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--python PYTHON]
+
+N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
+synthetic machine of 8 x gfx942 (JAX_ROCM_SYSROOT, tests/support/sysroots.py; HIP_VISIBLE_DEVICES=<its id>,
+local device 0), meet at a barrier of the coordination service, then time `jax.devices()` with
+JAX_PLATFORMS=rocm: jax's plugin discovery, our loader (the warm path or the checks), the job check, and the
+client of PATH (the stand-in, registered as 'rocm'). A job's figure is its slowest process's time (the job
+waits for it). The other side is "bare": a `jax_plugins` module that registers PATH as 'rocm' and checks nothing.
+
+- warm: the plan and process 0's memory of agreeing records come from an earlier job (not timed) on the same
+  machine and cache: every job after the first.
+- cold: each job with an empty cache (the first job on a machine: the checks, the load test in a child, and a
+  full comparison).
+
+The sides alternate (ours, bare, ours, bare ...). Printed per N: each side's median (min-max) and the median of
+the per-pair differences. Also process 0's debug line, which says whether it compared or remembered.
+
+Run it from outside the repository, with nothing else heavy running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa: E402
+
+PROCESS = r"""
+import json, logging, sys, time
+seen = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        seen.append(record.getMessage())
+logger = logging.getLogger("jax_rocm7_plugin")
+logger.setLevel(logging.DEBUG)
+logger.addHandler(Keep())
+logger.propagate = False
+import jax
+from jax._src import distributed
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+jax.distributed.initialize(address, count, pid, local_device_ids=[0], initialization_timeout=120)
+distributed.global_state.client.wait_at_barrier("bench-start", 120_000)
+began = time.perf_counter()
+jax.devices()
+seconds = time.perf_counter() - began
+said = {
+    "warm": any("(the plan of the last start)" in m for m in seen),
+    "check": next((m for m in seen if m.startswith("job check: ")), ""),
+}
+print("BENCH " + json.dumps({"seconds": seconds, **said}), flush=True)
+"""
+BARE = """import os
+
+
+def initialize():
+    from jax._src import xla_bridge
+
+    xla_bridge.register_plugin("rocm", priority=500, library_path=os.environ["BARE_LIBRARY"])
+"""
+
+
+def job(
+    python: str, library: Path, count: int, machine: Path, cache: Path, bare: Path | None, extra: dict[str, str] | None = None
+) -> list[dict]:
+    """One job of `count` processes; each process's BENCH record. `extra`: more variables for every process."""
+    port = free_port()
+    processes = []
+    for pid in range(count):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "HIP_"))}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules kept, as an installed wheel has them
+        env.update(JAX_PLATFORMS="rocm", HIP_VISIBLE_DEVICES=str(pid), XDG_CACHE_HOME=str(cache))
+        if bare is None:
+            env.update(JAX_ROCM_SYSROOT=str(machine), JAX_ROCM_PJRT_LIBRARY=str(library), PYTHONPATH=str(REPO))
+        else:
+            env.update(BARE_LIBRARY=str(library), PYTHONPATH=str(bare))
+        env.update(extra or {})
+        argv = [python, "-c", PROCESS, f"127.0.0.1:{port}", str(count), str(pid)]
+        processes.append(subprocess.Popen(argv, env=env, cwd=cache.parent, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE))  # fmt: skip
+    found = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        lines = [line for line in out.decode().splitlines() if line.startswith("BENCH ")]
+        if process.returncode != 0 or not lines:
+            raise SystemExit(f"a process failed (exit {process.returncode}): {err.decode()[-1200:]}")
+        found.append(json.loads(lines[0][6:]))
+    return found
+
+
+def spread(samples: list[float]) -> str:
+    return f"{statistics.median(samples):6.1f} ms ({min(samples):.1f}-{max(samples):.1f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--library", type=Path, required=True, help="a PJRT plugin library (the stand-in)")
+    parser.add_argument("--processes", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        bare = work / "bare"
+        (bare / "jax_plugins" / "bare").mkdir(parents=True)
+        (bare / "jax_plugins" / "bare" / "__init__.py").write_text(BARE)
+        machine = host_sysroot(work / "machine", "node-0", gpus_with_ids(8))
+        for count in options.processes:
+            for mode in ("warm", "cold"):
+                ours, theirs, said = [], [], []
+                cache = work / f"cache-{count}-warm"
+                if mode == "warm":
+                    job(options.python, options.library, count, machine, cache, None)  # the first job: not timed
+                for n in range(options.pairs):
+                    if mode == "cold":
+                        cache = work / f"cache-{count}-cold-{n}"
+                    found = job(options.python, options.library, count, machine, cache, None)
+                    ours.append(max(f["seconds"] for f in found) * 1000)
+                    said.append((sum(f["warm"] for f in found), found[0]["check"]))
+                    theirs.append(max(f["seconds"] for f in job(options.python, options.library, count, machine,
+                                                                 work / "cache-bare", bare)) * 1000)  # fmt: skip
+                added = statistics.median(a - b for a, b in zip(ours, theirs, strict=True))
+                print(f"{count} processes, {mode}: ours {spread(ours)}, bare {spread(theirs)}, added {added:+.1f} ms")
+                warm_counts = sorted({w for w, _ in said})
+                print(f"    processes on the plan per job: {warm_counts}; process 0: {said[-1][1]}")
+
+
+if __name__ == "__main__":
+    main()
