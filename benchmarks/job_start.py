@@ -51,14 +51,14 @@ from jax._src import distributed
 address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 jax.distributed.initialize(address, count, pid, local_device_ids=[0], initialization_timeout=120)
 distributed.global_state.client.wait_at_barrier("bench-start", 120_000)
-began = time.perf_counter()
+began, cpu = time.perf_counter(), time.process_time()
 jax.devices()
-seconds = time.perf_counter() - began
+seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
 said = {
     "warm": any("(the plan of the last start)" in m for m in seen),
     "check": next((m for m in seen if m.startswith("job check: ")), ""),
 }
-print("BENCH " + json.dumps({"seconds": seconds, **said}), flush=True)
+print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, **said}), flush=True)
 """
 BARE = """import os
 
@@ -71,7 +71,13 @@ def initialize():
 
 
 def job(
-    python: str, library: Path, count: int, machine: Path, cache: Path, bare: Path | None, extra: dict[str, str] | None = None
+    python: str,
+    library: Path,
+    count: int,
+    machine: Path,
+    cache: Path,
+    bare: Path | None,
+    extra: dict[str, str] | None = None,
 ) -> list[dict]:
     """One job of `count` processes; each process's BENCH record. `extra`: more variables for every process."""
     port = free_port()
@@ -117,7 +123,7 @@ def main() -> None:
         machine = host_sysroot(work / "machine", "node-0", gpus_with_ids(8))
         for count in options.processes:
             for mode in ("warm", "cold"):
-                ours, theirs, said = [], [], []
+                ours, theirs, said, cpu_ours, cpu_theirs = [], [], [], [], []
                 cache = work / f"cache-{count}-warm"
                 if mode == "warm":
                     job(options.python, options.library, count, machine, cache, None)  # the first job: not timed
@@ -126,11 +132,17 @@ def main() -> None:
                         cache = work / f"cache-{count}-cold-{n}"
                     found = job(options.python, options.library, count, machine, cache, None)
                     ours.append(max(f["seconds"] for f in found) * 1000)
+                    cpu_ours += [f["cpu"] * 1000 for f in found]
                     said.append((sum(f["warm"] for f in found), found[0]["check"]))
-                    theirs.append(max(f["seconds"] for f in job(options.python, options.library, count, machine,
-                                                                 work / "cache-bare", bare)) * 1000)  # fmt: skip
+                    bare_found = job(options.python, options.library, count, machine, work / "cache-bare", bare)
+                    theirs.append(max(f["seconds"] for f in bare_found) * 1000)
+                    cpu_theirs += [f["cpu"] * 1000 for f in bare_found]  # fmt: skip
                 added = statistics.median(a - b for a, b in zip(ours, theirs, strict=True))
                 print(f"{count} processes, {mode}: ours {spread(ours)}, bare {spread(theirs)}, added {added:+.1f} ms")
+                print(
+                    f"    CPU per process (all its threads) during jax.devices(): ours "
+                    f"{statistics.median(cpu_ours):.1f} ms, bare {statistics.median(cpu_theirs):.1f} ms"
+                )
                 warm_counts = sorted({w for w, _ in said})
                 print(f"    processes on the plan per job: {warm_counts}; process 0: {said[-1][1]}")
 
