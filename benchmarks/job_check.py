@@ -38,11 +38,9 @@ from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa
 from tests.support.records import job  # noqa: E402
 
 # One process of the job: join, meet the others, then time the rocm backend's start.
-PROCESS = r"""
-import json, logging, sys, time
-import jax
-from jax._src import distributed
-address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# Our logger's messages kept in `seen` (debug included), nothing printed: what a timed process says of itself.
+KEEP_OUR_LINES = r"""
+import logging
 seen = []
 class Keep(logging.Handler):
     def emit(self, record):
@@ -51,6 +49,14 @@ logger = logging.getLogger("jax_rocm7_plugin")
 logger.setLevel(logging.DEBUG)
 logger.addHandler(Keep())
 logger.propagate = False
+"""
+PROCESS = (
+    KEEP_OUR_LINES
+    + r"""
+import json, sys, time
+import jax
+from jax._src import distributed
+address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 jax.distributed.initialize(address, count, pid, local_device_ids=[pid], initialization_timeout=120)
 distributed.global_state.client.wait_at_barrier("bench-start", 120_000)
 began = time.perf_counter()
@@ -60,6 +66,7 @@ own = [m.split(" in ")[1].split() for m in seen if m.startswith("job check: ")]
 check = {"check_ms": float(own[0][0]), "cpu_ms": float(own[0][2].lstrip("("))} if own else {}
 print("BENCH " + json.dumps({"seconds": seconds, **check}), flush=True)
 """
+)
 
 
 def backend_start(python: str, library: Path, count: int, work: Path, on: bool) -> list[dict[str, float]]:

@@ -34,18 +34,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from job_check import KEEP_OUR_LINES  # noqa: E402 - beside this script
+
 from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa: E402
 
-PROCESS = r"""
-import json, logging, sys, time
-seen = []
-class Keep(logging.Handler):
-    def emit(self, record):
-        seen.append(record.getMessage())
-logger = logging.getLogger("jax_rocm7_plugin")
-logger.setLevel(logging.DEBUG)
-logger.addHandler(Keep())
-logger.propagate = False
+PROCESS = (
+    KEEP_OUR_LINES
+    + r"""
+import json, sys, time
 import jax
 from jax._src import distributed
 address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -60,6 +56,7 @@ said = {
 }
 print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, **said}), flush=True)
 """
+)
 BARE = """import os
 
 

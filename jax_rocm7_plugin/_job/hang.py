@@ -234,13 +234,7 @@ class _Caller:
 
 class Watcher(threading.Thread):
     def __init__(
-        self,
-        client: Any,
-        process: int,
-        count: int,
-        settings: HangSettings,
-        alive: Callable[[], bool],
-        baseline_after: threading.Event | None = None,
+        self, client: Any, process: int, count: int, settings: HangSettings, alive: Callable[[], bool]
     ) -> None:
         super().__init__(name="rocm-hang-watcher", daemon=True)
         assert settings.timeout is not None
@@ -260,7 +254,7 @@ class Watcher(threading.Thread):
         self.trail: collections.deque[tuple[float, str, bool]] = collections.deque(maxlen=TRAIL_PLACES)
         self.leaving = False  # JAX_ROCM_HANG_ACTION=exit was acted on
         self.asks = 0
-        self.baseline_after = baseline_after
+        self.baseline_after: threading.Event | None = None  # the first counter read waits for it (see `start`)
         self.caller = _Caller()
         self.caller.start()  # now, while threads can start
 
@@ -535,7 +529,8 @@ def start(
         logger.warning("ROCm job: %s", problem)
     if settings.timeout is None:
         return None
-    watcher = Watcher(client, process, count, settings, alive, baseline_after)
+    watcher = Watcher(client, process, count, settings, alive)
+    watcher.baseline_after = baseline_after
     watcher.start()
     if settings.action == "exit":
         import atexit

@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from jax_rocm7_plugin._pages.html import esc
+
+
+class Look(NamedTuple):
+    """How a shape shows beyond its fill."""
+
+    title: str = ""  # the hover text, and what a screen reader says
+    stroke: str = "none"
+    stroke_width: float = 0
+    attrs: str = ""  # more attributes, formatted: ' class="cell" data-marked="true"'
 
 
 class Svg:
@@ -20,24 +30,23 @@ class Svg:
     def add(self, markup: str) -> None:
         self.parts.append(markup)
 
-    def rect(
-        self,
-        x: float,
-        y: float,
-        w: float,
-        h: float,
-        fill: str,
-        *,
-        title: str = "",
-        stroke: str = "none",
-        stroke_width: float = 0,
-        attrs: str = "",
-    ) -> None:
-        tip = f"<title>{esc(title)}</title>" if title else ""
+    def shape(self, tag: str, geometry: str, fill: str, look: Look | None = None) -> None:
+        """A filled shape (`geometry`: its own attributes, already formatted) with its look: hover title, outline,
+        and extra attributes (classes, data-*)."""
+        look = look or Look()
+        tip = f"<title>{esc(look.title)}</title>" if look.title else ""
         self.add(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}" stroke="{stroke}" '
-            f'stroke-width="{stroke_width:g}"{attrs}>{tip}</rect>'
+            f'<{tag} {geometry} fill="{fill}" stroke="{look.stroke}" stroke-width="{look.stroke_width:g}"'
+            f"{look.attrs}>{tip}</{tag}>"
         )
+
+    def rect(self, x: float, y: float, w: float, h: float, fill: str, **look: Any) -> None:
+        """A rectangle; `look`: Look's fields (title, stroke, stroke_width, attrs)."""
+        self.shape("rect", f'x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"', fill, Look(**look))
+
+    def circle(self, x: float, y: float, r: float, fill: str, **look: Any) -> None:
+        """A circle; `look` as for rect."""
+        self.shape("circle", f'cx="{x:.1f}" cy="{y:.1f}" r="{r:g}"', fill, Look(**look))
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, width: float = 1, dash: str = "") -> None:
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
@@ -61,24 +70,6 @@ class Svg:
         self.add(
             f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" text-anchor="{anchor}" fill="{fill}" '
             f'font-weight="{weight}"{attrs}>{esc(words)}</text>'
-        )
-
-    def circle(
-        self,
-        x: float,
-        y: float,
-        r: float,
-        fill: str,
-        *,
-        title: str = "",
-        stroke: str = "none",
-        stroke_width: float = 0,
-        attrs: str = "",
-    ) -> None:
-        tip = f"<title>{esc(title)}</title>" if title else ""
-        self.add(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:g}" fill="{fill}" stroke="{stroke}" '
-            f'stroke-width="{stroke_width:g}"{attrs}>{tip}</circle>'
         )
 
     def polyline(self, points: Sequence[tuple[float, float]], stroke: str, width: float = 2, title: str = "") -> None:
