@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -87,12 +88,17 @@ def backend_start(python: str, library: Path, count: int, work: Path, on: bool) 
         )
         argv = [python, "-c", PROCESS, f"127.0.0.1:{port}", str(count), str(pid)]
         processes.append(subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+    return bench_records(processes)
+
+
+def bench_records(processes: list[subprocess.Popen[bytes]]) -> list[dict[str, Any]]:
+    """Each process's BENCH record, in order; a process that failed ends the benchmark with its output's tail."""
     found = []
     for process in processes:
-        out, _ = process.communicate(timeout=300)
+        out, err = process.communicate(timeout=300)
         lines = [line for line in out.decode().splitlines() if line.startswith("BENCH ")]
         if process.returncode != 0 or not lines:
-            raise SystemExit(f"a process failed (exit {process.returncode}): {out.decode()[-800:]}")
+            raise SystemExit(f"a process failed (exit {process.returncode}): {(err or out).decode()[-1200:]}")
         found.append(json.loads(lines[0][6:]))
     return found
 

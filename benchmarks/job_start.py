@@ -23,7 +23,6 @@ Run it from outside the repository, with nothing else heavy running.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from job_check import KEEP_OUR_LINES  # noqa: E402 - beside this script
+from job_check import KEEP_OUR_LINES, bench_records  # noqa: E402 - beside this script
 
 from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa: E402
 
@@ -91,14 +90,7 @@ def job(
         argv = [python, "-c", PROCESS, f"127.0.0.1:{port}", str(count), str(pid)]
         processes.append(subprocess.Popen(argv, env=env, cwd=cache.parent, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE))  # fmt: skip
-    found = []
-    for process in processes:
-        out, err = process.communicate(timeout=300)
-        lines = [line for line in out.decode().splitlines() if line.startswith("BENCH ")]
-        if process.returncode != 0 or not lines:
-            raise SystemExit(f"a process failed (exit {process.returncode}): {err.decode()[-1200:]}")
-        found.append(json.loads(lines[0][6:]))
-    return found
+    return bench_records(processes)
 
 
 def spread(samples: list[float]) -> str:
