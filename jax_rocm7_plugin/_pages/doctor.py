@@ -1,7 +1,7 @@
 """`doctor --html`: this machine's GPUs. The verdict and the findings with their fixes (and whether the doctor
 checked each fix) first; then the topology: each GPU with its gfx target, PCI address, NUMA node and partition
-mode, its XGMI links to its peers and its PCIe link to the host drawn with their state. A degraded link, a GPU
-outside its hive, a capped GPU, and a GPU a warning names are marked.
+mode, its XGMI links to its peers and its PCIe link to the host drawn with their state. A GPU is marked by the
+findings that name it (a degraded link, a GPU outside its hive, a capped GPU ...), never by a rule of the page's.
 
 Drawn from the doctor's report (its JSON), its first line of text (the verdict, said once) and the node's health
 as the doctor read it (`_machine/gpu_health.py`'s NodeHealth, read by attribute).
@@ -9,7 +9,6 @@ as the doctor read it (`_machine/gpu_health.py`'s NodeHealth, read by attribute)
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -20,50 +19,37 @@ from jax_rocm7_plugin._pages.svg import Svg, shorten
 
 class GpuMark(NamedTuple):
     ordinal: int
-    why: tuple[str, ...]  # what marks it, in words; empty: nothing
-    severity: str  # the worst of what marks it ("ok": nothing)
+    why: tuple[str, ...]  # the ids of the findings that name it; empty: none
+    severity: str  # the worst of them ("ok": none)
+
+    @property
+    def link_degraded(self) -> bool:
+        return LINK_DEGRADED in self.why
+
+
+LINK_DEGRADED = "pcie-link-degraded"  # the node-health finding whose GPU's PCIe line is drawn red
 
 
 def marks(report: Mapping[str, Any], health: Any) -> list[GpuMark]:
-    """Each GPU with what marks it: the findings that name it by its PCI address, its link below what both ends
-    can do, a hive apart from the others', a power cap below its default."""
-    gpus = list(health.gpus) if health is not None else []
-    hives = Counter(g.hive for g in gpus if g.hive)
-    common_hive = hives.most_common(1)[0][0] if hives else None
+    """Each GPU with the findings that name it by its PCI address (the node-health findings name each GPU so: a
+    link below what both ends can do, a GPU out of its hive, a cap below its default, ...). The page decides
+    nothing of its own."""
     found = []
-    for gpu in gpus:
-        why: list[tuple[str, str]] = []
-        for finding in report.get("findings", ()):
-            text = f"{finding.get('summary', '')} {' '.join(map(str, finding.get('evidence', ())))}"
-            if gpu.pci and gpu.pci in text and finding.get("severity") in ("error", "warning", "info"):
-                why.append((str(finding.get("severity")), f"{finding.get('id')}"))
-        if _degraded(gpu.link):
-            why.append(("warning", "PCIe link below what it can do"))
-        if common_hive is not None and len(gpus) > 1 and gpu.hive != common_hive:
-            why.append(("warning", "outside the XGMI hive of the others"))
-        if _capped(gpu):
-            why.append(("info", f"power capped at {gpu.power_cap_watts:g} W"))
-        severity = html.worst(s for s, _ in why) if why else "ok"
-        found.append(GpuMark(gpu.ordinal, tuple(dict.fromkeys(w for _, w in why)), severity))
+    for gpu in list(health.gpus) if health is not None else []:
+        named = [
+            f
+            for f in report.get("findings", ())
+            if gpu.pci and gpu.pci in f"{f.get('summary', '')} {' '.join(map(str, f.get('evidence', ())))}"
+        ]
+        severity = html.worst(str(f.get("severity")) for f in named) if named else "ok"
+        found.append(GpuMark(gpu.ordinal, tuple(dict.fromkeys(str(f.get("id")) for f in named)), severity))
     return found
 
 
-def _degraded(link: Any) -> bool:
-    if link is None or link.speed is None or link.width is None:
-        return False
-    best_speed, best_width = link.best_speed, link.best_width
-    return (best_width is not None and link.width < best_width) or (best_speed is not None and link.speed < best_speed)
-
-
-def _capped(gpu: Any) -> bool:
-    cap, default = gpu.power_cap_watts, gpu.power_cap_default_watts
-    return cap is not None and default is not None and cap < default * 0.99
-
-
-def _link_text(link: Any) -> str:
+def _link_text(link: Any, degraded: bool) -> str:
     if link is None or link.speed is None:
         return "PCIe link not read"
-    best = f" (can do {link.best_speed:g} GT/s x{link.best_width})" if _degraded(link) else ""
+    best = f" (can do {link.best_speed:g} GT/s x{link.best_width})" if degraded else ""
     return f"{link.speed:g} GT/s x{link.width}{best}"
 
 
@@ -112,7 +98,7 @@ def topology_svg(health: Any, gpu_marks: Sequence[GpuMark], numa: Mapping[int, i
         x0, y0 = position[gpu.ordinal]
         mark = mark_of.get(gpu.ordinal, GpuMark(gpu.ordinal, (), "ok"))
         marked = bool(mark.why) and mark.severity in ("error", "warning")
-        degraded = _degraded(gpu.link)
+        degraded = mark.link_degraded
         # The PCIe link, down to its NUMA node's bar.
         bottom = y0 + box_h + host_room - 22
         svg.line(
@@ -145,7 +131,7 @@ def topology_svg(health: Any, gpu_marks: Sequence[GpuMark], numa: Mapping[int, i
             "hive " + (f"{gpu.hive:x}"[-6:] if gpu.hive else "none") + f" \u00b7 {len(gpu.xgmi_peers)} peers",
             f"cap {gpu.power_cap_watts:g} W" if gpu.power_cap_watts is not None else "cap ?",
         ]
-        tip = "\n".join([*lines, _link_text(gpu.link), *(f"marked: {w}" for w in mark.why)])
+        tip = "\n".join([*lines, _link_text(gpu.link, degraded), *(f"marked: {w}" for w in mark.why)])
         svg.add(
             f'<g class="gpu{" marked" if marked else ""}" data-gpu="{gpu.ordinal}" '
             f'data-pci="{esc(gpu.pci or "")}" data-marked="{str(marked).lower()}">'
@@ -213,7 +199,7 @@ def render(report: Mapping[str, Any], headline: str, health: Any, numa: Mapping[
                     g.target or "",
                     "" if numa.get(g.ordinal) is None else numa[g.ordinal],
                     f"{g.compute_partition or '?'}/{g.memory_partition or '?'}",
-                    _link_text(g.link),
+                    _link_text(g.link, m.link_degraded),
                     f"{g.hive:x}" if g.hive else "none",
                     ", ".join(map(str, g.xgmi_peers)),
                     "" if g.power_cap_watts is None else f"{g.power_cap_watts:g} W",

@@ -9,7 +9,7 @@ import pytest
 
 from jax_rocm7_plugin._cluster.report import ClusterReport
 from jax_rocm7_plugin._job.compare import compare
-from jax_rocm7_plugin._pages import cluster, html, output
+from jax_rocm7_plugin._pages import cluster, doctor, html, output
 from tests.support.records import lab, record
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
@@ -91,3 +91,17 @@ def test_gpus_without_a_pci_address_are_told_apart_by_their_place() -> None:
     assert [(c.host, c.ordinal, c.processes) for c in cells[:3]] == [("gpu-0", 0, (0,)), ("gpu-0", 1, (1,)),
                                                                       ("gpu-0", 2, (2,))]  # fmt: skip
     assert len(cells) == 16 and all(c.pci is None and len(c.processes) == 1 for c in cells)
+
+
+def test_the_doctor_s_topology_marks_only_what_the_findings_name() -> None:
+    """The page decides nothing: a narrow link that no finding names is drawn as read, not marked (and the one a
+    finding names is drawn red)."""
+    from jax_rocm7_plugin._machine.gpu_health import GpuHealth, Link
+
+    narrow = Link("/sys/x", 16.0, 8, 32.0, 16, 32.0, 16, False)
+    gpus = tuple(GpuHealth(n, f"0000:0{n}:00.0", (n,), "gfx942", None, None, link=narrow) for n in range(2))
+    health = type("Health", (), {"gpus": gpus})()
+    finding = {"id": "pcie-link-degraded", "severity": "warning", "summary": "GPU 1 (gfx942 at 0000:01:00.0): x8"}
+    page = doctor.render({"ok": True, "findings": [finding]}, "ROCm backend: available", health, {})
+    assert re.findall(r'data-gpu="(\d)" data-pci="[^"]*" data-marked="true"', page) == ["1"]
+    assert [m.link_degraded for m in doctor.marks({"findings": [finding]}, health)] == [False, True]
