@@ -57,7 +57,7 @@ def trace_events(
                 "pid": p,
                 "tid": 0,
                 "ts": _us(began - zero),
-                "dur": max(_us(ended - began), 1.0),
+                "dur": max(_us(ended - zero) - _us(began - zero), 1.0),
                 "args": {"steps": len(mine)},
             }
         )
@@ -74,7 +74,7 @@ def trace_events(
                 args["error"] = str(o["error"])[:300]
             if o.get("gflops") is not None:
                 args["gflops"] = o["gflops"]
-            start = max(float(o["began"]), began)
+            start = float(o["began"])
             events.append(
                 {
                     "ph": "X",
@@ -83,7 +83,9 @@ def trace_events(
                     "pid": p,
                     "tid": 0,
                     "ts": _us(start - zero),
-                    "dur": max(min(_us(float(o["ended"]) - start), _us(ended - start)), 0.0),
+                    # Both ends from the one zero, so that a step ends where its run does; a wall clock stepped
+                    # back during the step (NTP) would make it negative.
+                    "dur": max(_us(float(o["ended"]) - zero) - _us(start - zero), 0.0),
                     "args": args,
                 }
             )
