@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what the comparison needs is imported where it runs: a job 
     from jax_rocm7_plugin._findings import Finding
     from jax_rocm7_plugin._job.catalog import ClusterFinding
     from jax_rocm7_plugin._job.record import JoinFact, ProcessRecord
+    from jax_rocm7_plugin._machine.gpu_health import NodeHealth
     from jax_rocm7_plugin._pipeline import Facts
 
 MODE_VARIABLE = _environment.JOB_CHECK
@@ -261,11 +262,16 @@ def _settle(store: Store, base: str, verdict: Verdict) -> Verdict:
 
 
 def local_record(
-    facts: Facts, blocking: Finding | None, join: JoinFact, environ: Mapping[str, str], jax_version: str | None
+    facts: Facts,
+    blocking: Finding | None,
+    join: JoinFact,
+    environ: Mapping[str, str],
+    jax_version: str | None,
+    node: NodeHealth | None = None,
 ) -> str:
     """This process's record at backend start, encoded: the loader's facts and verdict (`blocking`: its first
     blocking finding, None where the backend would come up), the versions every process states alike (also
-    where the loader's checks stopped early), no host probes."""
+    where the loader's checks stopped early), no host probes. `node`: the node's health, where read already."""
     from jax_rocm7_plugin._job.record import BackendVerdict, build_record, encode
     from jax_rocm7_plugin._machine.host import host_name
     from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
@@ -280,7 +286,9 @@ def local_record(
     )
     host = host_name(facts.settings.sysroot)
     verdict = BackendVerdict.of(blocking)
-    return encode(build_record(facts, join, environ, host, verdict=verdict, packages=packages, host_probes=False))
+    return encode(
+        build_record(facts, join, environ, host, verdict=verdict, packages=packages, host_probes=False, node=node)
+    )
 
 
 def _pjrt_version(facts: Facts) -> str | None:

@@ -493,6 +493,7 @@ def build_record(
     verdict: BackendVerdict,
     packages: tuple[tuple[str, str | None], ...],
     host_probes: bool,
+    node: NodeHealth | None = None,
 ) -> ProcessRecord:
     """This process's record from the pipeline's facts and verdict (`host`: its name, as
     `_machine.host.host_name` reads it under the sysroot; `packages`: (distribution, version) pairs).
@@ -524,7 +525,8 @@ def build_record(
         verbs_nodes=(),
     )
     if host_probes or join.local_process_id in (0, None):  # at backend start one process per host reads it
-        record = record._replace(health=health_fact(facts, full=host_probes))
+        # `node`: the health the caller read already (a job's plan keeps the files it was read from).
+        record = record._replace(health=summarised(node) if node is not None else health_fact(facts, full=host_probes))
     if not host_probes:
         return record
     from jax_rocm7_plugin._machine.host import open_files_limit

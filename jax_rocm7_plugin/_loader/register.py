@@ -25,6 +25,7 @@ from typing import Any
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._loader import job_gate
 from jax_rocm7_plugin._loader import warm as _warm
 from jax_rocm7_plugin._loader.job_gate import RocmUnavailable
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
@@ -161,14 +162,14 @@ def _initialize() -> None:
     platforms = settings.platforms or None
     if not rocm_in_platforms(platforms):
         logger.debug("JAX_PLATFORMS=%s leaves out rocm; not probing", platforms)
-        _watch_for_hangs(rocm=False)
+        job_gate.watch_for_hangs(rocm=False)
         return
     facts = Facts(settings)
     before = dict(_environment.everything())
     outcome = plan_registration(settings, apply_environment=True, facts=facts)
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
-        _watch_for_hangs(rocm=False)
+        job_gate.watch_for_hangs(rocm=False)
         return
     said: list[tuple[int, str]] = []
     for finding in outcome.warnings:  # an info (nothing to do) is said at info level: a healthy machine prints nothing
@@ -189,15 +190,7 @@ def _initialize() -> None:
     registered = _register(outcome, platforms, facts)
     if registered and _environment.switch(_environment.WARM):
         _write_plan(outcome, before, said, raw_platforms, facts)
-    _watch_for_hangs(rocm=registered)
-
-
-def _watch_for_hangs(*, rocm: bool) -> None:
-    """In a process of a multi-process job, the hang watcher (job_gate.watch_for_hangs)."""
-    if _distributed_job() is not None:
-        from jax_rocm7_plugin._loader.job_gate import watch_for_hangs
-
-        watch_for_hangs(rocm=rocm)
+    job_gate.watch_for_hangs(rocm=registered)
 
 
 def _write_plan(
@@ -211,7 +204,7 @@ def _write_plan(
     extension = native_path("rocm_plugin_extension")
     extension_path = str(extension) if extension.is_file() else None
     lost = catalog.custom_calls_unavailable("{cause}", (f"library: {plan.library_path}",))
-    job = _job_part(facts, platforms) if _distributed_job() is not None else None
+    job = _job_part(facts, platforms) if job_gate.distributed_job() is not None else None
     decisive = tuple(job.pop("decisive")) if job is not None else ()
     try:
         machine = _warm.machine_facts(root, decisive)
@@ -242,14 +235,17 @@ def _job_part(facts: Facts, platforms: str | None) -> dict[str, Any] | None:
     that decide the health it states (their contents are watched: a counter that moved means a cold start)."""
     from jax_rocm7_plugin._job import check
     from jax_rocm7_plugin._job.record import SCHEMA, JoinFact
-    from jax_rocm7_plugin._loader.job_gate import jax_version
     from jax_rocm7_plugin._machine.gpu_health import decisive_files, read_in_time
     from jax_rocm7_plugin._policy import cluster_policy
     from jax_rocm7_plugin._safe_io import Deadline
 
+    machine = facts.machine
     try:
-        text = check.local_record(facts, None, JoinFact(0, 1, None, None, "", ""), os.environ, jax_version())
-        node = read_in_time(facts.settings.sysroot, full=False) if facts.machine is not None else None
+        # One read of the node: the health the record states, and the files it was read from.
+        gpus = machine is not None and bool(machine.topology.gpus)  # no GPU: the record states no health
+        node = read_in_time(facts.settings.sysroot, machine.topology, full=False) if machine and gpus else None
+        placeholder = JoinFact(0, 1, None, None, "", "")  # each process's own part is stated at each start
+        text = check.local_record(facts, None, placeholder, os.environ, job_gate.jax_version(), node)
     except (Deadline, OSError, ValueError):
         return None
     own, _, shared = text.partition("\n")
@@ -353,7 +349,7 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
     if BACKEND in xla_bridge._backend_factories:
         return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
 
-    in_a_job = facts is not None and _distributed_job() is not None
+    in_a_job = facts is not None and job_gate.distributed_job() is not None
 
     def unavailable() -> Any:
         if in_a_job:
@@ -366,19 +362,14 @@ def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | 
 
 def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:
     """In a multi-process job, the job check in front of the factory jax registered for our library
-    (_loader/job_gate.py), stating this process's record from what the checks learned."""
-    if _distributed_job() is None:
-        return  # a single process: jax's factory as registered, nothing new
-    from jax_rocm7_plugin._loader import job_gate
-
+    (_loader/job_gate.py), stating this process's record from what the checks learned; a single process keeps
+    jax's factory as registered."""
     job_gate.install(_record_maker(facts, None), rocm_required(platforms))
 
 
 def _job_check(facts: Facts, blocking: Finding | None, platforms: str | None) -> str | None:
     """The job check where this process's own checks decided (`blocking`: the refusal, None where the backend
     would come up): the sentence to raise where the job's verdict refuses the backend, else None."""
-    from jax_rocm7_plugin._loader import job_gate
-
     return job_gate.check(
         _record_maker(facts, blocking), blocking=blocking is not None, required=rocm_required(platforms)
     )
@@ -390,19 +381,12 @@ def _record_maker(facts: Facts, blocking: Finding | None) -> Any:
     def make(join: dict[str, Any]) -> str:
         from jax_rocm7_plugin._job import check
         from jax_rocm7_plugin._job.record import JoinFact
-        from jax_rocm7_plugin._loader.job_gate import jax_version
 
         fact = JoinFact(**{**join, "local_device_ids": _ids(join["local_device_ids"])})
-        return check.local_record(facts, blocking, fact, os.environ, jax_version())
+        return check.local_record(facts, blocking, fact, os.environ, job_gate.jax_version())
 
     return make
 
 
 def _ids(ids: list[int] | None) -> tuple[int, ...] | None:
     return None if ids is None else tuple(ids)
-
-
-def _distributed_job() -> Any | None:
-    from jax_rocm7_plugin._loader.job_gate import distributed_job
-
-    return distributed_job()
