@@ -304,3 +304,28 @@ def _holds(path: str, text: str) -> bool:
             return handle.read(len(expected) + 1) == expected
     except OSError:
         return False
+
+
+def claim_beside(destination: str | os.PathLike[str]) -> str:
+    """A new empty file beside `destination` (0600, named after it) to write what is then renamed into place
+    (`publish`); OSError where its folder takes none."""
+    import tempfile  # not on the start-up path
+
+    folder, name = os.path.split(os.fspath(destination))
+    descriptor, partial = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".partial")
+    os.close(descriptor)
+    return partial
+
+
+def publish(partial: str | os.PathLike[str], destination: str | os.PathLike[str], *, force: bool) -> bool:
+    """Rename a claimed file into place: over an existing file only with `force`; without it never over one, even
+    one that appeared meanwhile (False: one is there, and `partial` is left to its caller)."""
+    if force:
+        os.replace(partial, destination)
+        return True
+    try:
+        os.link(partial, destination)
+    except FileExistsError:
+        return False
+    os.unlink(partial)
+    return True

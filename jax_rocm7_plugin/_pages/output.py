@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -22,23 +21,18 @@ def refusal(destination: Path, *, force: bool, flag: str) -> str | None:
 
 def write(destination: Path, text: str, *, force: bool) -> str | None:
     """Write `text` to `destination` whole; None, or why it was not written (one line)."""
+    from jax_rocm7_plugin._safe_io import claim_beside, publish
+
     try:
-        descriptor, partial = tempfile.mkstemp(
-            dir=destination.parent, prefix=f".{destination.name}.", suffix=".partial"
-        )
+        partial = claim_beside(destination)
     except OSError as error:
         return f"cannot write in {destination.parent}: {error.strerror or error}"
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as out:
+        with open(partial, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
         os.chmod(partial, 0o644)
-        if force:
-            os.replace(partial, destination)
-        else:
-            try:
-                os.link(partial, destination)  # never replaces a file that appeared meanwhile
-            except FileExistsError:
-                return f"{destination} exists (it appeared meanwhile); add --force to replace it"
+        if not publish(partial, destination, force=force):
+            return f"{destination} exists (it appeared meanwhile); add --force to replace it"
         return None
     except OSError as error:
         return f"cannot write {destination}: {error.strerror or error}"

@@ -28,6 +28,7 @@ from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._report.redact import Redactor
+from jax_rocm7_plugin._safe_io import claim_beside, publish
 from jax_rocm7_plugin.version import __version__ as PLUGIN_VERSION
 
 DUMP_DIR = "xla_dump"
@@ -116,21 +117,14 @@ def _destination(options: Options) -> Path:
 def _claim_partial(destination: Path) -> Path:
     """The file the archive is written to, beside the destination (so the last step is a rename)."""
     try:
-        descriptor, name = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.", suffix=".partial")
+        return Path(claim_beside(destination))
     except OSError as error:
         raise UsageProblem(f"cannot write in {destination.parent}: {error.strerror or error}") from None
-    os.close(descriptor)
-    return Path(name)
 
 
 def _publish(partial: Path, destination: Path, *, force: bool) -> None:
-    if force:
-        os.replace(partial, destination)
-        return
-    try:
-        os.link(partial, destination)  # fails if something appeared there meanwhile: never overwritten
-    except FileExistsError:
-        raise UsageProblem(f"{destination} appeared while the report was made; use --force to replace it") from None
+    if not publish(partial, destination, force=force):  # never over a file that appeared meanwhile
+        raise UsageProblem(f"{destination} appeared while the report was made; use --force to replace it")
 
 
 def collect(
