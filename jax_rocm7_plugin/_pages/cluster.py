@@ -62,7 +62,7 @@ def cells_of(report: Mapping[str, Any], records: Mapping[int, Any]) -> list[Cell
     for finding in report.get("findings", ()):
         if finding.get("severity") == "info":
             continue
-        for key in _concerned(finding, base, records, hosts):
+        for key in _concerned(finding, base, records):
             concerns.setdefault(key, []).append(finding)
     cells = []
     for gpu in base:
@@ -137,7 +137,7 @@ def _first_id(record: Any) -> str:
 
 
 def _concerned(
-    finding: Mapping[str, Any], gpus: list[dict[str, Any]], records: Mapping[int, Any], hosts: Mapping[str, list[int]]
+    finding: Mapping[str, Any], gpus: list[dict[str, Any]], records: Mapping[int, Any]
 ) -> list[tuple[str, int]]:
     """The (host, GPU ordinal) cells a finding concerns."""
     named_hosts = {str(h) for h in finding.get("hosts", ())}
