@@ -430,9 +430,9 @@ class Watcher(threading.Thread):
             )
         level, line = report(answers, self.count, {})  # a process that does not answer has said no host
         where = self._write_stacks(answers)
-        if where.endswith(".txt"):  # the page beside it: a timeline per process
-            self._write_page(where.removesuffix(".txt") + ".html", level, line, answers)
-            where = f"{where}; the timeline: {where.removesuffix('.txt')}.html"
+        page = where.removesuffix(".txt") + ".html"
+        if where.endswith(".txt") and self._write_page(page, level, line, answers):  # a timeline per process
+            where = f"{where}; the timeline: {page}"
         if level == "info":
             logger.info("ROCm job: %s", line)
             return
@@ -455,13 +455,17 @@ class Watcher(threading.Thread):
                 return
             time.sleep(self.sample)
 
-    def _write_page(self, path: str, level: str, line: str, answers: Mapping[int, Answer]) -> None:
+    def _write_page(self, path: str, level: str, line: str, answers: Mapping[int, Answer]) -> bool:
+        """The page beside the stacks; False where it could not be written (the text report stands alone, and
+        names no page)."""
         from jax_rocm7_plugin._pages import hang
         from jax_rocm7_plugin._pages.output import write
 
-        with contextlib.suppress(Exception):  # the text report stands alone where the page cannot be written
+        try:
             page = hang.render(level, line, answers, self.count, held_up_by(answers, self.count))
-            write(Path(path), page, force=False)
+            return write(Path(path), page, force=False) is None
+        except Exception:  # noqa: BLE001 - never a reason for the report not to be said
+            return False
 
     def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
         import tempfile
