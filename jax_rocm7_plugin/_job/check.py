@@ -37,9 +37,12 @@ if TYPE_CHECKING:  # what the comparison needs is imported where it runs: a job 
     from jax_rocm7_plugin._machine.gpu_health import NodeHealth
     from jax_rocm7_plugin._pipeline import Facts
 
+    # Type checkers' only (the records read their annotations by name): nothing built at import
+    Mode = Literal["error", "warn", "off"]
+    VerdictKind = Literal["agree", "refuse", "warn", "incomplete"]
+
 MODE_VARIABLE = _environment.JOB_CHECK
 TIMEOUT_VARIABLE = _environment.JOB_CHECK_TIMEOUT
-Mode = Literal["error", "warn", "off"]
 # jax.distributed.initialize has already waited for every process to connect, so a healthy job's processes
 # reach backend start seconds apart; the default (_environment) leaves minutes for one that loads data or
 # compiles first. (The ROCm client's own start waits for every process too, so a late process costs the others
@@ -53,7 +56,6 @@ PREFIX = "jax_rocm7/job-check"
 SUMMARY_MAX_CHARS = 300
 CLUSTER_COMMAND = f"python -m {PLUGIN_PACKAGE} cluster"
 
-VerdictKind = Literal["agree", "refuse", "warn", "incomplete"]
 _starts: Iterator[int] = itertools.count()
 
 
@@ -110,8 +112,9 @@ class Memory(NamedTuple):
     salt: str
 
 
-# The coordinator's port changes with every job; no rule reads it (the loopback rule reads its host).
-_COORDINATOR_PORT = re.compile(r'("coordinator":"[^"]*):\d+"')
+# The coordinator's port changes with every job; no rule reads it (the loopback rule reads its host). A pattern,
+# compiled (and cached by re) where process 0 first takes a digest: the other processes never do.
+_COORDINATOR_PORT = r'("coordinator":"[^"]*):\d+"'
 
 
 def records_digest(texts: Mapping[int, str], salt: str) -> str:
@@ -120,7 +123,7 @@ def records_digest(texts: Mapping[int, str], salt: str) -> str:
     digest = hashlib.sha256(salt.encode())
     for process in sorted(texts):
         digest.update(f"\0{process}\0".encode())
-        digest.update(_COORDINATOR_PORT.sub(r'\1"', texts[process]).encode())
+        digest.update(re.sub(_COORDINATOR_PORT, r'\1"', texts[process]).encode())
     return digest.hexdigest()
 
 

@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import queue
 import sys
 import threading
 import time
@@ -190,46 +189,59 @@ def _moved(answers: Mapping[int, Answer]) -> str:
 class _Caller:
     """Runs the watcher's calls to the coordination service on a helper thread, each under its own deadline
     (TimeoutError): the service may be frozen with the process that holds it. One helper thread serves every
-    call; a new one is started only where the last is stuck, because CPython 3.12+ starts no thread once the
-    interpreter is finishing, which is when an exit asked of the job may still have to be said (and where none
-    can start, the call runs on the calling thread)."""
+    call, started at the first call (the watcher's first sample: none while the job starts); a new one only where
+    the last is stuck. CPython 3.12+ starts no thread once the interpreter is finishing, which is when an exit
+    asked of the job may still have to be said: where none can start, the call runs on the calling thread."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] | None = None
-
-    def _serve(self, jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]]) -> None:
-        while True:
-            call, outcome, done = jobs.get()
-            try:
-                outcome["value"] = call()
-            except BaseException as error:  # noqa: BLE001 - handed over
-                outcome["error"] = error
-            done.set()
+        self._slot: _Slot | None = None
 
     def start(self) -> None:
-        jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, args=(jobs,), name="rocm-hang-call", daemon=True)
-        self.thread.start()
-        self._jobs = jobs
+        slot = _Slot()
+        threading.Thread(target=slot.serve, name="rocm-hang-call", daemon=True).start()
+        self._slot = slot
 
     def __call__(self, call: Callable[[], Any], seconds: float) -> Any:
-        if self._jobs is None:
+        if self._slot is None:
             try:
                 self.start()
             except RuntimeError:
                 # The interpreter is finishing and the helper is stuck: call from this thread, without a deadline.
                 # Only this thread may wait then, and failing every call would keep an asked exit from happening.
                 return call()
-        assert self._jobs is not None
+        assert self._slot is not None
         outcome: dict[str, Any] = {}
         done = threading.Event()
-        self._jobs.put((call, outcome, done))
+        self._slot.hand(call, outcome, done)
         if not done.wait(seconds):
-            self._jobs = None  # stuck in the service: the next call gets a new helper thread
+            self._slot = None  # stuck in the service: the next call gets a new helper thread
             raise TimeoutError(f"the coordination service did not answer within {seconds:g} s")
         if "error" in outcome:
             raise outcome["error"]
         return outcome.get("value")
+
+
+class _Slot:
+    """One helper thread's calls, handed over one at a time (the watcher waits for each): a deque and a semaphore,
+    which the process has loaded already (queue's C module would be one more library to load at start)."""
+
+    def __init__(self) -> None:
+        self._calls: collections.deque[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = collections.deque()
+        self._ready = threading.Semaphore(0)
+
+    def hand(self, call: Callable[[], Any], outcome: dict[str, Any], done: threading.Event) -> None:
+        self._calls.append((call, outcome, done))
+        self._ready.release()
+
+    def serve(self) -> None:
+        while True:
+            self._ready.acquire()
+            call, outcome, done = self._calls.popleft()
+            try:
+                outcome["value"] = call()
+            except BaseException as error:  # noqa: BLE001 - handed over
+                outcome["error"] = error
+            done.set()
 
 
 class Watcher(threading.Thread):
@@ -256,7 +268,6 @@ class Watcher(threading.Thread):
         self.asks = 0
         self.baseline_after: threading.Event | None = None  # the first counter read waits for it (see `start`)
         self.caller = _Caller()
-        self.caller.start()  # now, while threads can start
 
     @staticmethod
     def period(timeout: float) -> float:
@@ -271,10 +282,12 @@ class Watcher(threading.Thread):
         # process has noticed (its ask, every answer).
         if self.baseline_after is not None:
             self.baseline_after.wait(BASELINE_WAIT_SECONDS)
-        self._try(self._read_counters)
         last, since = None, time.monotonic()
         while self.alive():
             time.sleep(self.sample)
+            if self.counters is None:  # at the first sample, once: a short program never pays for it
+                self.counters = (None, time.monotonic())  # no baseline, where the read fails
+                self._try(self._read_counters)
             frame = sys._current_frames().get(self.main.ident or 0)
             if frame is None:
                 # The main thread runs no Python now: it is finishing (printing the error a failed collective
@@ -302,7 +315,8 @@ class Watcher(threading.Thread):
                 self._ask(frames, seconds)
 
     def _read_counters(self) -> None:
-        """The host's GPU counters when the watcher starts (off the main thread: nothing added to the job's start)."""
+        """The host's GPU counters at the watcher's first sample, a period after the backend started (this thread:
+        nothing added to the job's start, and the job's first steps are in the baseline's window)."""
         self.counters = (_gpu_counters(self.settings.root), time.monotonic())
 
     def _record(self, frames: list[tuple[str, int, str]], seconds: float) -> str:
@@ -527,8 +541,9 @@ def start(
     baseline_after: threading.Event | None = None,
 ) -> Watcher | None:
     """The watcher of this process, started (None where JAX_ROCM_HANG_TIMEOUT=off; default 600 s).
-    `baseline_after`: the GPU counters' first read waits for it (at most BASELINE_WAIT_SECONDS): the backend's start,
-    which the read would otherwise slow down (it competes for the interpreter)."""
+    `baseline_after`: the sampling (and so the GPU counters' first read, at the first sample) waits for it, at most
+    BASELINE_WAIT_SECONDS: the backend's start, which the watcher's work would otherwise slow down (it competes for
+    the interpreter)."""
     for problem in settings.problems:
         logger.warning("ROCm job: %s", problem)
     if settings.timeout is None:

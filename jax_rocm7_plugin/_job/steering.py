@@ -1,43 +1,59 @@
 """The variables that steer collectives and the GPU runtime, as a record states them: by name, secrets redacted,
 values bounded (the cluster policy's lists). Its own module because the job check at a warm start states them
-too, without the rest of the record's building."""
+too, without the rest of the record's building; and it reads the policy only where it is not handed the rules
+(a job's start-up plan carries them: cluster_policy.steering_rules)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from jax_rocm7_plugin import _environment
-from jax_rocm7_plugin._policy import cluster_policy
-from jax_rocm7_plugin._policy.cluster_policy import REDACTED
 
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+REDACTED = "<redacted>"
+_URL_CREDENTIALS = r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@"
 _MIN_SECRET_CHARS = 4  # shorter values ("1", "no") would redact half of every other value
+
+
+def looks_secret(name: str, words: tuple[str, ...] | list[str]) -> bool:
+    """A name that may hold a credential (one of the policy's `secret_words` in it): its value never leaves the
+    process."""
+    upper = name.upper()
+    return any(word in upper for word in words)
 
 
 def redact(value: str, secrets: tuple[str, ...]) -> str:
     """Credentials in URLs and every known secret value become `<redacted>`."""
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", value)
+    text = value
+    if "://" in text:  # the pattern is compiled (re caches it) only for values that can hold a URL
+        text = re.sub(_URL_CREDENTIALS, lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     for secret in secrets:
         text = text.replace(secret, REDACTED)
     return text
 
 
-def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
+def secret_values(environ: Mapping[str, str], words: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Values of every variable whose name looks like a credential, longest first."""
-    values = {
-        v for k, v in _environment.everything(environ) if cluster_policy.looks_secret(k) and len(v) >= _MIN_SECRET_CHARS
-    }
+    values = {v for k, v in _environment.everything(environ) if looks_secret(k, words) and len(v) >= _MIN_SECRET_CHARS}
     return tuple(sorted(values, key=len, reverse=True))
 
 
-def steering_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The variables that steer collectives and the GPU runtime, redacted and bounded, by name."""
-    secrets = secret_values(environ)
-    limit = cluster_policy.value_max_chars()
+def steering_environment(
+    environ: Mapping[str, str], rules: Mapping[str, Any] | None = None
+) -> tuple[tuple[str, str], ...]:
+    """The variables that steer collectives and the GPU runtime, redacted and bounded, by name. `rules`: the
+    cluster policy's steering rules (cluster_policy.steering_rules), read from the policy where not given."""
+    if rules is None:
+        from jax_rocm7_plugin._policy.cluster_policy import steering_rules
+
+        rules = steering_rules()
+    words = tuple(rules["secret_words"])
+    secrets = secret_values(environ, words)
+    limit = int(rules["value_max_chars"])
     chosen: list[tuple[str, str]] = []
-    for name, value in _environment.matching(cluster_policy.steering_names_and_prefixes(), environ):
-        value = REDACTED if cluster_policy.looks_secret(name) else redact(value, secrets)
+    for name, value in _environment.matching(tuple(rules["names_and_prefixes"]), environ):
+        value = REDACTED if looks_secret(name, words) else redact(value, secrets)
         if len(value) > limit:
             value = f"{value[:limit]}...(+{len(value) - limit} chars)"
         chosen.append((name, value))

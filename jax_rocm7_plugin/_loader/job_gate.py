@@ -219,8 +219,8 @@ def from_plan(job: Mapping[str, Any]) -> None:
 
 def record_from_plan(job: Mapping[str, Any], join: dict[str, Any], environ: Mapping[str, str]) -> str:
     """This process's record, encoded as _job/record.py encodes it: its own part (how it joined, its host, the
-    variables that steer collectives, stated now), then the plan's shared part. A record past the policy's bound
-    (a very large environment) is re-encoded by the record's own rules."""
+    variables that steer collectives, stated now by the rules the plan carries), then the plan's shared part. A
+    record past the policy's bound (a very large environment) is re-encoded by the record's own rules."""
     from jax_rocm7_plugin._job.steering import steering_environment
     from jax_rocm7_plugin._loader.warm import sysroot
     from jax_rocm7_plugin._machine.host import host_name
@@ -229,7 +229,7 @@ def record_from_plan(job: Mapping[str, Any], join: dict[str, Any], environ: Mapp
         "schema": job["schema"],
         "join": join,
         "host": host_name(Path(sysroot(environ))),
-        "environment": dict(steering_environment(environ)),
+        "environment": dict(steering_environment(environ, job.get("steering"))),
         "truncated": list(job.get("truncated", ())),
     }
     text = f"{json.dumps(own, separators=(',', ':'), ensure_ascii=True)}\n{job['shared']}"

@@ -254,6 +254,7 @@ def _job_part(facts: Facts, platforms: str | None) -> dict[str, Any] | None:
         "shared": shared,
         "truncated": json.loads(own).get("truncated", []),
         "limit": cluster_policy.record_max_bytes(),
+        "steering": cluster_policy.steering_rules(),
         "required": rocm_required(platforms),
         "decisive": decisive_files(node) if node is not None else [],
     }

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 POLICY = Path(__file__).resolve().parent / "cluster_policy.json"
-REDACTED = "<redacted>"
 
 
 @cache
@@ -24,26 +23,22 @@ def record_max_bytes() -> int:
     return int(_policy()["record_max_bytes"])
 
 
-def value_max_chars() -> int:
-    return int(_policy()["value_max_chars"])
-
-
-def steering_names_and_prefixes() -> tuple[str, ...]:
-    """The steering variables' names and prefixes, for _environment.matching."""
-    steering = _policy()["steering_variables"]
-    return (*steering["names"], *steering["prefixes"])
+def steering_rules() -> dict[str, Any]:
+    """What a record's variables are chosen and redacted by, as plain data (_job/steering.py reads it; a job's
+    start-up plan carries it, so that a warm start states the variables without reading this policy)."""
+    policy = _policy()
+    steering = policy["steering_variables"]
+    return {
+        "names_and_prefixes": [*steering["names"], *steering["prefixes"]],
+        "secret_words": list(policy["secret_name_words"]),
+        "value_max_chars": int(policy["value_max_chars"]),
+    }
 
 
 def is_per_process_variable(name: str) -> bool:
     """Set per process on purpose (device selection, ranks): recorded, never compared."""
     rule = _policy()["per_process_variables"]
     return name in rule["names"] or name.startswith(tuple(rule["prefixes"]))
-
-
-def looks_secret(name: str) -> bool:
-    """A name that may hold a credential: its value never leaves the process."""
-    upper = name.upper()
-    return any(word in upper for word in _policy()["secret_name_words"])
 
 
 def threshold(name: str) -> tuple[int, str]:

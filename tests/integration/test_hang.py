@@ -171,7 +171,7 @@ def test_all_in_one_place_names_the_gpu_whose_counters_moved(tmp_path: Path) -> 
     counters = roots[1] / "sys" / "bus" / "pci" / "devices" / MI300X_NODE.boards[3].pci / "ras" / "aca_umc"
 
     def break_a_gpu(outs: list[Path]) -> None:
-        time.sleep(2.0)  # the watchers read the counters at their start; the hang is noticed 6 s into the sleep
+        time.sleep(2.0)  # the watchers read the counters at their first sample; the hang is noticed 6 s into the sleep
         counters.write_text("ue: 1\nce: 0\nde: 0\n")
 
     # A 6 s timeout: the GPU breaks 2 s into the sleep, well after the watchers' first read and well before

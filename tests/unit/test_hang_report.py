@@ -115,13 +115,15 @@ def test_a_hang_noticed_a_sample_apart_is_reported_once(caplog: pytest.LogCaptur
 
 
 def test_a_stuck_service_call_runs_out_and_the_next_gets_a_new_helper_thread() -> None:
+    before = {t.name for t in threading.enumerate()}
     caller = hang._Caller()
-    caller.start()
+    assert {t.name for t in threading.enumerate()} == before  # none while the job starts: at the first call
+    helper = caller(threading.get_ident, 1.0)
+    assert helper != threading.get_ident()
     release = threading.Event()
     with pytest.raises(TimeoutError):
-        caller(release.wait, 0.2)  # the service frozen
-    stuck = caller.thread
-    assert caller(lambda: "answered", 1.0) == "answered" and caller.thread is not stuck
+        caller(release.wait, 0.2)  # the service frozen: the helper stays stuck in it (alive, its id its own)
+    assert caller(threading.get_ident, 1.0) not in (helper, threading.get_ident())
     release.set()
 
 
