@@ -1,6 +1,6 @@
 """What a process of a multi-process job pays for our pair at backend start, against a bare registration.
 
-    python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--python PYTHON]
+    python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--modes warm cold] [--python PYTHON]
 
 N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
 synthetic machine of 8 x gfx942 (JAX_ROCM_SYSROOT, tests/support/sysroots.py; HIP_VISIBLE_DEVICES=<its id>,
@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--library", type=Path, required=True, help="a PJRT plugin library (the stand-in)")
     parser.add_argument("--processes", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--modes", nargs="+", choices=("warm", "cold"), default=["warm", "cold"])
     parser.add_argument("--python", default=sys.executable)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -111,7 +112,7 @@ def main() -> None:
         (bare / "jax_plugins" / "bare" / "__init__.py").write_text(BARE)
         machine = host_sysroot(work / "machine", "node-0", gpus_with_ids(8))
         for count in options.processes:
-            for mode in ("warm", "cold"):
+            for mode in options.modes:
                 ours, theirs, said, cpu_ours, cpu_theirs = [], [], [], [], []
                 cache = work / f"cache-{count}-warm"
                 if mode == "warm":

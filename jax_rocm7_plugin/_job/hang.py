@@ -11,7 +11,8 @@ jax, and the odd ones with their place and host, or the ones that do not answer 
 that holds the GIL). All in one place is said once at info level and blames no one. JAX_ROCM_HANG_ACTION=exit
 makes every process leave with HANG_EXIT_CODE after the report.
 
-Every call to the service runs under its own deadline: a frozen process 0 freezes the service it holds.
+Every call to the service runs under its own deadline: a frozen process 0 freezes the service it holds. The report's
+wording and files are hang_report.py's, imported by the process that reports: a job's start imports only this.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._job.store import process_of, read_published
-from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
+from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
@@ -94,93 +95,6 @@ def place_of(frames: Sequence[tuple[str, int, str]]) -> tuple[str, bool]:
 
 def _text(frames: Sequence[tuple[str, int, str]]) -> list[str]:
     return [f"{path}:{line} {name}" for path, line, name in frames]
-
-
-# --- the report ----------------------------------------------------------------------------------------------
-
-
-class Answer(NamedTuple):
-    process: int
-    host: str
-    place: str
-    in_jax: bool
-    seconds: float
-    frames: tuple[str, ...]
-    moved: tuple[str, ...] = ()  # what its host's GPU counters did since the watcher started (_gpu_counters_moved)
-    network: str = ""  # the network RCCL would use between hosts from this host ("" where no fabric says)
-    # Where its main thread was before: (seconds before the answer it came there, place, in_jax), oldest first.
-    trail: tuple[tuple[float, str, bool], ...] = ()
-
-
-def report(answers: Mapping[int, Answer], count: int, hosts: Mapping[int, str]) -> tuple[str, str]:
-    """(level, the one-line report) for what the processes answered; processes not among `answers` did not."""
-    silent = [p for p in range(count) if p not in answers]
-    groups = _groups(answers)
-    moved = _moved(answers)
-    if not silent and len(groups) == 1:
-        (place, in_jax), members = next(iter(groups.items()))
-        seconds = min(a.seconds for a in members)
-        where = f"in jax ({place})" if in_jax else f"in {place}"
-        if moved:  # everyone waits in one place, and one GPU's counters moved meanwhile: that GPU is the lead
-            return "warning", (
-                f"all {count} processes have been {where} for {seconds:.0f} s, and meanwhile {moved}: the job "
-                "likely waits on that GPU"
-            )
-        return "info", (
-            f"all {count} processes have been {where} for {seconds:.0f} s: a long step, compile or checkpoint "
-            "is in one place everywhere, which is no process holding the others up"
-        )
-    (place, in_jax), members = _main(groups)
-    seconds = min(a.seconds for a in members)
-    parts = [f"{len(members)} of {count} processes wait {'in jax ' if in_jax else 'in '}({place}) for {seconds:.0f} s"]
-    for (other_place, other_jax), others in groups.items():
-        if (other_place, other_jax) == (place, in_jax):
-            continue
-        names = ", ".join(f"process {a.process} ({a.host})" for a in others)
-        verb = "is" if len(others) == 1 else "are"
-        where = f"in jax ({other_place})" if other_jax else f"in {other_place}"
-        parts.append(f"{names} {verb} {where}: {'it holds' if len(others) == 1 else 'they hold'} the job up")
-    for process in silent:
-        host = hosts.get(process, "host unknown")
-        parts.append(f"process {process} ({host}) does not answer: frozen, dead, or its main thread holds the GIL")
-    if moved:
-        parts.append(f"meanwhile {moved}")
-    networks = sorted({f"{a.host}: {a.network}" for a in answers.values() if a.network})
-    if networks and in_jax:  # where the collectives that wait go between hosts, said where a fabric says it
-        parts.append(f"between hosts RCCL would use {'; '.join(networks[:4])}")
-    return "warning", "; ".join(parts)
-
-
-def _groups(answers: Mapping[int, Answer]) -> dict[tuple[str, bool], list[Answer]]:
-    groups: dict[tuple[str, bool], list[Answer]] = {}
-    for answer in sorted(answers.values()):
-        groups.setdefault((answer.place, answer.in_jax), []).append(answer)
-    return groups
-
-
-def _main(groups: dict[tuple[str, bool], list[Answer]]) -> tuple[tuple[str, bool], list[Answer]]:
-    """The group the others are measured against: the largest that waits in jax (else the largest)."""
-    waiting = [g for g in groups.items() if g[0][1]]
-    return max(waiting, key=lambda g: len(g[1])) if waiting else max(groups.items(), key=lambda g: len(g[1]))
-
-
-def held_up_by(answers: Mapping[int, Answer], count: int) -> list[int]:
-    """The processes the report names as holding the job up: outside the main group, or silent."""
-    silent = [p for p in range(count) if p not in answers]
-    groups = _groups(answers)
-    if not groups or (not silent and len(groups) == 1):
-        return silent
-    main = {a.process for a in _main(groups)[1]}
-    return sorted([p for p in answers if p not in main] + silent)
-
-
-def _moved(answers: Mapping[int, Answer]) -> str:
-    """What the hosts' GPU counters did during the job, each host said once (its processes read the same GPUs)."""
-    said: dict[tuple[str, str], None] = {}
-    for answer in sorted(answers.values()):
-        for line in answer.moved:
-            said[(answer.host, line)] = None
-    return "; ".join(f"on {host}, {line}" for host, line in said)
 
 
 # --- the watcher ---------------------------------------------------------------------------------------------
@@ -426,27 +340,16 @@ class Watcher(threading.Thread):
         self._report(ask)
 
     def _report(self, ask: str) -> None:
+        from jax_rocm7_plugin._job import hang_report  # only the process that reports a hang needs it
+
         deadline = time.monotonic() + self.call_seconds + 2 * self.sample
         found = read_published(self.client, f"{PREFIX}/where/{ask}", range(self.count), deadline)
-        answers = {}
-        for process, text in found.items():
-            data = json.loads(text)
-            answers[process] = Answer(
-                process,
-                data["host"],
-                data["place"],
-                bool(data["in_jax"]),
-                float(data["seconds"]),
-                tuple(data["frames"]),
-                tuple(str(line) for line in data.get("moved", ())),
-                str(data.get("network", "")),
-                tuple((float(t[0]), str(t[1]), bool(t[2])) for t in data.get("trail", ())),
-            )
-        level, line = report(answers, self.count, {})  # a process that does not answer has said no host
-        where = self._write_stacks(answers)
+        answers = {process: hang_report.answer_of(process, json.loads(text)) for process, text in found.items()}
+        level, line = hang_report.report(answers, self.count, {})  # a process that does not answer said no host
+        where = hang_report.write_stacks(answers, self.count)
         page = where.removesuffix(".txt") + ".html"
-        if where.endswith(".txt") and self._write_page(page, level, line, answers):  # a timeline per process
-            where = f"{where}; the timeline: {page}"
+        if where.endswith(".txt") and hang_report.write_page(page, level, line, answers, self.count):
+            where = f"{where}; the timeline: {page}"  # a timeline per process
         if level == "info":
             logger.info("ROCm job: %s", line)
             return
@@ -468,38 +371,6 @@ class Watcher(threading.Thread):
             if left >= answered - {self.process}:
                 return
             time.sleep(self.sample)
-
-    def _write_page(self, path: str, level: str, line: str, answers: Mapping[int, Answer]) -> bool:
-        """The page beside the stacks; False where it could not be written (the text report stands alone, and
-        names no page)."""
-        from jax_rocm7_plugin._pages import hang
-        from jax_rocm7_plugin._pages.output import write
-
-        try:
-            page = hang.render(level, line, answers, self.count, held_up_by(answers, self.count))
-            return write(Path(path), page, force=False) is None
-        except Exception:  # noqa: BLE001 - never a reason for the report not to be said
-            return False
-
-    def _write_stacks(self, answers: Mapping[int, Answer]) -> str:
-        import tempfile
-
-        name = f"{PLUGIN_DISTRIBUTION.removesuffix('-plugin')}-hang-{os.getpid()}-{int(time.time())}.txt"
-        path = os.path.join(tempfile.gettempdir(), name)
-        lines = []
-        for process in range(self.count):
-            answer = answers.get(process)
-            if answer is None:
-                lines.append(f"process {process}: no answer\n")
-                continue
-            lines.append(f"process {process} ({answer.host}), there for {answer.seconds:.0f} s:\n")
-            lines.extend(f"    {frame}\n" for frame in answer.frames)
-        try:
-            with open(path, "w", encoding="utf-8") as out:
-                out.writelines(lines)
-        except OSError as error:
-            return f"not written ({error})"
-        return path
 
 
 def _host_name(root: str) -> str:

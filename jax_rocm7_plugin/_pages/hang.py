@@ -1,6 +1,6 @@
 """The hang watcher's page: a timeline per process of where its main thread was at each sample, up to the report,
-and the one that holds the others up marked. Drawn from the answers the processes gave (`_job/hang.py`'s Answer
-and each one's trail of places)."""
+and the one that holds the others up marked. Drawn from the answers the processes gave (`_job/hang_report.py`'s
+Answer and each one's trail of places)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from jax_rocm7_plugin._cluster.collectives import read_steps
 from jax_rocm7_plugin._cluster.deep import group_steps, plan_steps
 from jax_rocm7_plugin._cluster.report import ClusterReport
 from jax_rocm7_plugin._job.compare import compare
-from jax_rocm7_plugin._job.hang import Answer, held_up_by
-from jax_rocm7_plugin._job.hang import report as hang_report
+from jax_rocm7_plugin._job.hang_report import Answer, held_up_by
+from jax_rocm7_plugin._job.hang_report import report as hang_report
 from jax_rocm7_plugin._pages import cluster, hang, trace
 from tests.support import trace_events
 from tests.support.browser import Seen, open_page, print_a4

@@ -1,4 +1,4 @@
-"""The hang report's wording and grouping, and the watcher's variables (_job/hang.py)."""
+"""The hang report's wording and grouping (_job/hang_report.py), and the watcher's variables (_job/hang.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from jax_rocm7_plugin._job import hang
-from jax_rocm7_plugin._job.hang import Answer, report
+from jax_rocm7_plugin._job.hang_report import Answer, report
 
 JAX = os.path.join(os.sep, "venv", "lib", "python3.11", "site-packages", "jax", "_src", "array.py")
 
