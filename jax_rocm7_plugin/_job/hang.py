@@ -105,10 +105,19 @@ class _Caller:
     (TimeoutError): the service may be frozen with the process that holds it. One helper thread serves every
     call, started at the first call (the watcher's first sample: none while the job starts); a new one only where
     the last is stuck. CPython 3.12+ starts no thread once the interpreter is finishing, which is when an exit
-    asked of the job may still have to be said: where none can start, the call runs on the calling thread."""
+    asked of the job may still have to be said: where none can start, the main thread's call (the exit handler's)
+    runs on it.
+
+    Closed at exit (`close`): a daemon thread that comes back from a jaxlib call while the interpreter finishes is
+    ended inside jaxlib's C++ frames, and the process aborts ("FATAL: exception not rethrown", SIGABRT; shown with
+    jax 0.10.2: tests/integration/test_hang.py). So no call starts after exit handlers run, and the one in flight
+    is waited for."""
 
     def __init__(self) -> None:
         self._slot: _Slot | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._in_flight: threading.Event | None = None  # set when the last call handed over has returned
 
     def start(self) -> None:
         slot = _Slot()
@@ -116,23 +125,41 @@ class _Caller:
         self._slot = slot
 
     def __call__(self, call: Callable[[], Any], seconds: float) -> Any:
-        if self._slot is None:
-            try:
-                self.start()
-            except RuntimeError:
-                # The interpreter is finishing and the helper is stuck: call from this thread, without a deadline.
-                # Only this thread may wait then, and failing every call would keep an asked exit from happening.
-                return call()
-        assert self._slot is not None
         outcome: dict[str, Any] = {}
         done = threading.Event()
-        self._slot.hand(call, outcome, done)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the interpreter is finishing: the hang watcher calls the service no more")
+            if self._slot is None:
+                try:
+                    self.start()
+                except RuntimeError:
+                    if threading.current_thread() is not threading.main_thread():
+                        raise  # a daemon thread's call could come back after the interpreter finished: see above
+                    # The exit handler, with the helper stuck: call without a deadline. Failing every call would
+                    # keep an asked exit from happening.
+                    return call()
+            assert self._slot is not None
+            self._in_flight = done
+            self._slot.hand(call, outcome, done)
         if not done.wait(seconds):
-            self._slot = None  # stuck in the service: the next call gets a new helper thread
+            with self._lock:
+                self._slot = None  # stuck in the service: the next call gets a new helper thread
             raise TimeoutError(f"the coordination service did not answer within {seconds:g} s")
         if "error" in outcome:
             raise outcome["error"]
         return outcome.get("value")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self, seconds: float) -> bool:
+        """No call starts after this; the one in flight is waited for, `seconds` at most. True: none is left."""
+        with self._lock:
+            self._closed = True
+            in_flight = self._in_flight
+        return in_flight is None or in_flight.wait(seconds)
 
 
 class _Slot:
@@ -197,7 +224,7 @@ class Watcher(threading.Thread):
         if self.baseline_after is not None:
             self.baseline_after.wait(BASELINE_WAIT_SECONDS)
         last, since = None, time.monotonic()
-        while self.alive():
+        while self.alive() and not self.caller.closed:
             time.sleep(self.sample)
             if self.counters is None:  # at the first sample, once: a short program never pays for it
                 self.counters = (None, time.monotonic())  # no baseline, where the read fails
@@ -295,20 +322,26 @@ class Watcher(threading.Thread):
             logger.debug("hang watcher: %s: %s", type(error).__name__, error)
 
     def at_exit(self) -> None:
-        """Registered with atexit where JAX_ROCM_HANG_ACTION=exit, so it runs before jax's own handler (registered
-        at `import jax`, earlier). When another process leaves, this main thread's collective fails and the
+        """Registered with atexit, so it runs before jax's own handler (registered at `import jax`, earlier).
+
+        Where JAX_ROCM_HANG_ACTION=exit: when another process leaves, this main thread's collective fails and the
         interpreter exits; jax's handler would then wait in the shutdown barrier for processes that are gone until
         jaxlib aborts, and the watcher thread may not get to the exit key first (its calls may be failing). Where
-        the job was asked to leave, leave now with the stated code."""
-        if not self.is_alive():
-            return
-        try:
-            asked = self.leaving or bool(self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")))
-        except Exception as error:  # noqa: BLE001 - the service is gone or frozen: jax's handler says so
-            logger.debug("hang watcher at exit: %s: %s", type(error).__name__, error)
-            return
-        if asked:
-            self._leave_the_job()
+        the job was asked to leave, leave now with the stated code. (A process leaves only once the exit key is
+        set, so a process that finishes because a peer left finds it here.)
+
+        Then, for every action, the watcher's calls end (_Caller.close): none may come back from jaxlib while the
+        interpreter finishes."""
+        if self.settings.action == "exit" and self.is_alive():
+            try:
+                asked = self.leaving or bool(self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/exit/")))
+            except Exception as error:  # noqa: BLE001 - the service is gone or frozen: jax's handler says so
+                logger.debug("hang watcher at exit: %s: %s", type(error).__name__, error)
+                asked = False
+            if asked:
+                self._leave_the_job()
+        if not self.caller.close(self.call_seconds):
+            logger.debug("hang watcher at exit: a call to the service is still in flight after %g s", self.call_seconds)
 
     def _leave_the_job(self) -> None:
         """Leave with HANG_EXIT_CODE, the processes that hold no service first: process 0 holds jax's coordination
@@ -422,8 +455,7 @@ def start(
     watcher = Watcher(client, process, count, settings, alive)
     watcher.baseline_after = baseline_after
     watcher.start()
-    if settings.action == "exit":
-        import atexit
+    import atexit
 
-        atexit.register(watcher.at_exit)
+    atexit.register(watcher.at_exit)
     return watcher
