@@ -3,7 +3,8 @@
     python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--modes warm cold] [--python PYTHON]
 
 N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
-synthetic machine of 8 x gfx942 (JAX_ROCM_SYSROOT, tests/support/sysroots.py; HIP_VISIBLE_DEVICES=<its id>,
+synthetic node of 8 x MI300X (JAX_ROCM_SYSROOT, tests/support/node_health.py: KFD topology, /dev, each GPU's PCI
+and health files, whose 80 error counters and modes a job's warm start reads; HIP_VISIBLE_DEVICES=<its id>,
 local device 0), meet at a barrier of the coordination service, then time `jax.devices()` with
 JAX_PLATFORMS=rocm: jax's plugin discovery, our loader (the warm path or the checks), the job check, and the
 client of PATH (the stand-in, registered as 'rocm'). A job's figure is its slowest process's time (the job
@@ -35,7 +36,10 @@ sys.path.insert(0, str(REPO))
 
 from job_check import KEEP_OUR_LINES, bench_records  # noqa: E402 - beside this script
 
-from tests.support.cluster import free_port, gpus_with_ids, host_sysroot  # noqa: E402
+from tests.support.cluster import free_port, host_sysroot  # noqa: E402
+from tests.support.node_health import HEALTHY_NODES  # noqa: E402
+
+NODE = "8x MI300X (XGMI, SPX/NPS1)"  # a whole node: KFD topology, /dev, and each GPU's PCI and health files
 
 PROCESS = (
     KEEP_OUR_LINES
@@ -110,7 +114,7 @@ def main() -> None:
         bare = work / "bare"
         (bare / "jax_plugins" / "bare").mkdir(parents=True)
         (bare / "jax_plugins" / "bare" / "__init__.py").write_text(BARE)
-        machine = host_sysroot(work / "machine", "node-0", gpus_with_ids(8))
+        machine = host_sysroot(work / "machine", "node-0", [], node=HEALTHY_NODES[NODE])
         for count in options.processes:
             for mode in options.modes:
                 ours, theirs, said, cpu_ours, cpu_theirs = [], [], [], [], []

@@ -122,7 +122,7 @@ def plan_key(environ: Mapping[str, str], platforms: str | None) -> str:
 def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
     """The machine facts a verdict depends on, as the machine probe reads them (under its deadline); and for a job's
     plan the `decisive` files' contents (the GPUs' error counters and partition modes its record states)."""
-    from jax_rocm7_plugin._safe_io import read_text, with_deadline
+    from jax_rocm7_plugin._safe_io import read_attribute, read_text, with_deadline
 
     def read() -> dict[str, Any]:
         nodes_dir = _under(root, f"{TOPOLOGY}/nodes")
@@ -167,12 +167,12 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
             "shm": shm_bytes,
             "groups": sorted(os.getgroups()),
         }
-        if decisive:
+        if decisive:  # sysfs attributes, 10 a GPU: read as the job check reads them (read_attribute, one read each)
             contents: dict[str, str | None] = {}
             for path in decisive:
                 try:
-                    contents[path] = read_text(_under(root, path), _SMALL)
-                except (OSError, ValueError):
+                    contents[path] = read_attribute(_under(root, path))
+                except OSError:
                     contents[path] = None
             facts["decisive"] = contents
         return facts
