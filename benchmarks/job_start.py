@@ -1,6 +1,7 @@
 """What a process of a multi-process job pays for our pair at backend start, against a bare registration.
 
     python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--modes warm cold] [--python PYTHON]
+    python benchmarks/job_start.py --library PATH --by-part [--processes 1 2] [--pairs 15]
 
 N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
 synthetic node of 8 x MI300X (JAX_ROCM_SYSROOT, tests/support/node_health.py: KFD topology, /dev, each GPU's PCI
@@ -17,6 +18,10 @@ waits for it). The other side is "bare": a `jax_plugins` module that registers P
 
 The sides alternate (ours, bare, ours, bare ...). Printed per N: each side's median (min-max) and the median of
 the per-pair differences. Also process 0's debug line, which says whether it compared or remembered.
+
+--by-part: where a warm process's added CPU goes. Rounds of four jobs (ours; ours with JAX_ROCM_HANG_TIMEOUT=off;
+ours with the job check off too; bare), each process's CPU during jax.devices() (all its threads, and its main
+thread alone), medians over rounds and processes. With 1 process the loader takes the lone warm path.
 
 Run it from outside the repository, with nothing else heavy running.
 """
@@ -50,14 +55,14 @@ from jax._src import distributed
 address, count, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 jax.distributed.initialize(address, count, pid, local_device_ids=[0], initialization_timeout=120)
 distributed.global_state.client.wait_at_barrier("bench-start", 120_000)
-began, cpu = time.perf_counter(), time.process_time()
+began, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
 jax.devices()
-seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+seconds, cpu, main = time.perf_counter() - began, time.process_time() - cpu, time.thread_time() - main
 said = {
     "warm": any("(the plan of the last start)" in m for m in seen),
     "check": next((m for m in seen if m.startswith("job check: ")), ""),
 }
-print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, **said}), flush=True)
+print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, "main": main, **said}), flush=True)
 """
 )
 BARE = """import os
@@ -97,6 +102,34 @@ def job(
     return bench_records(processes)
 
 
+PARTS = {  # what each side of --by-part turns off
+    "ours": {},
+    "no hang watcher": {"JAX_ROCM_HANG_TIMEOUT": "off"},
+    "no watcher, no check": {"JAX_ROCM_HANG_TIMEOUT": "off", "JAX_ROCM_JOB_CHECK": "off"},
+}
+
+
+def by_part(options: argparse.Namespace, machine: Path, work: Path, bare: Path) -> None:
+    for count in options.processes:
+        cpu: dict[str, list[float]] = {name: [] for name in [*PARTS, "bare"]}
+        main: dict[str, list[float]] = {name: [] for name in cpu}
+        for extra in PARTS.values():  # each side's first job (its own plan): not timed
+            job(options.python, options.library, count, machine, work / f"cache-{count}", None, extra)
+        for _ in range(options.pairs):
+            for name in cpu:
+                extra, side = PARTS.get(name, {}), bare if name == "bare" else None
+                cache = work / ("cache-bare" if side else f"cache-{count}")
+                for found in job(options.python, options.library, count, machine, cache, side, extra):
+                    cpu[name].append(found["cpu"] * 1000)
+                    main[name].append(found["main"] * 1000)
+        print(f"{count} process(es), warm, CPU per process during jax.devices(), all threads / main thread:")
+        base_cpu, base_main = statistics.median(cpu["bare"]), statistics.median(main["bare"])
+        for name in cpu:
+            all_threads, main_thread = statistics.median(cpu[name]), statistics.median(main[name])
+            added = f"  (added {all_threads - base_cpu:+.1f} / {main_thread - base_main:+.1f})"
+            print(f"    {name:22s} {all_threads:5.1f} / {main_thread:5.1f} ms{'' if name == 'bare' else added}")
+
+
 def spread(samples: list[float]) -> str:
     return f"{statistics.median(samples):6.1f} ms ({min(samples):.1f}-{max(samples):.1f})"
 
@@ -108,6 +141,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--modes", nargs="+", choices=("warm", "cold"), default=["warm", "cold"])
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--by-part", action="store_true", help="where a warm process's added CPU goes")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -115,6 +149,9 @@ def main() -> None:
         (bare / "jax_plugins" / "bare").mkdir(parents=True)
         (bare / "jax_plugins" / "bare" / "__init__.py").write_text(BARE)
         machine = host_sysroot(work / "machine", "node-0", [], node=HEALTHY_NODES[NODE])
+        if options.by_part:
+            by_part(options, machine, work, bare)
+            return
         for count in options.processes:
             for mode in options.modes:
                 ours, theirs, said, cpu_ours, cpu_theirs = [], [], [], [], []
