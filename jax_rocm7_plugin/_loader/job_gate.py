@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_plugin._loader.warm import distributed_job
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_PACKAGE
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
@@ -33,21 +34,6 @@ MakeRecord = Callable[[dict[str, Any]], str]  # how this process joined -> its r
 
 class RocmUnavailable(RuntimeError):
     """Raised by the placeholder backend factory, and by the job check's refusal: carries the sentence."""
-
-
-def distributed_job() -> Any | None:
-    """jax.distributed's state where this process is one of a job of several processes; None where it is not
-    (or where jax keeps that state in another form: then there is no job check)."""
-    try:
-        from jax._src import distributed
-
-        state = distributed.global_state
-        if state.client is None or int(state.num_processes or 0) <= 1:
-            return None
-        int(state.process_id)
-    except Exception:  # noqa: BLE001 - jax's internals moved
-        return None
-    return state
 
 
 def join_fields(state: Any) -> dict[str, Any]:

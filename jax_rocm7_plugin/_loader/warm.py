@@ -11,9 +11,10 @@ what it recorded still holds (`_still_holds`): the identity (size, mtime, ctime,
 it watched (the library, the ROCm the workarounds were chosen for, /etc/ld.so.cache), and the machine's facts
 the verdict came from (`machine_facts`: KFD topology nodes, /dev/kfd and render nodes with their owners and
 this user's access, WSL's /dev/dxg, the amdgpu module, /dev/shm's size, this user's groups), read under the
-machine probe's deadline. Anything else (no plan, a change, a job of several processes, an error, a plan or a
-folder another user could have written: _safe_io.read_trusted) falls to the cold path, which checks everything
-and writes a new plan (private, and only where the folders are this user's).
+machine probe's deadline. Anything else (no plan, a change, a job's process whose plan states nothing for the job
+check, an error, a plan or a folder another user could have written: _safe_io.read_trusted) falls to the cold
+path, which checks everything and writes a new plan (private, and only where the folders are this user's). In a
+job, the job gate (job_gate.py) takes the plan's job part for the job check at backend start.
 
 Stdlib only, and nothing of this package but the foundation (_names, _safe_io).
 """
@@ -229,14 +230,19 @@ def write_plan(environ: Mapping[str, str], platforms: str | None, plan: dict[str
     return written
 
 
-def _in_a_job() -> bool:
-    """jax.distributed is initialized with several processes: the job check runs, which only the cold path does."""
-    distributed = sys.modules.get("jax._src.distributed")
-    state = getattr(distributed, "global_state", None)
+def distributed_job() -> Any | None:
+    """jax.distributed's state where this process is one of a job of several processes; None where it is not, or
+    where jax keeps that state in another form (then there is no job check, and a lone start's plan serves).
+    Here, not in the job gate, because the warm path asks it first and imports nothing of the job's."""
+    distributed = sys.modules.get("jax._src.distributed")  # `import jax` loaded it
     try:
-        return state is not None and state.client is not None and int(state.num_processes or 0) > 1
-    except (TypeError, ValueError):
-        return True
+        state = distributed.global_state  # type: ignore[union-attr]
+        if state.client is None or int(state.num_processes or 0) <= 1:
+            return None
+        int(state.process_id)
+    except Exception:  # noqa: BLE001 - jax's internals moved
+        return None
+    return state
 
 
 def jax_platforms() -> str | None:
@@ -262,7 +268,7 @@ def register_from_plan(platforms: str | None) -> bool:
     directory = plans_dir(environ)
     if directory is None:
         return False
-    in_a_job = _in_a_job()
+    in_a_job = distributed_job() is not None
     plan = _read_plan(directory, plan_key(environ, platforms))
     if plan is None or (in_a_job and "job" not in plan):  # a lone start's plan states nothing for a job's check
         return False
