@@ -155,6 +155,13 @@ def test_no_secret_is_published(tmp_path: Path, standin_library: Path, odd: bool
 
 WARM_LINE = "(the plan of the last start)"
 REMEMBERED = "(these records agreed before)"
+WARM_JOB_NEVER_IMPORTS = (
+    "jax_rocm7_plugin._pipeline",
+    "jax_rocm7_plugin._policy",
+    "jax_rocm7_plugin._job.compare",
+    "jax_rocm7_plugin._job.hang_report",
+    "jax_rocm7_plugin._loader.register",
+)
 
 
 def test_the_second_job_starts_from_the_plan_and_process_0_remembers_the_verdict(
@@ -169,6 +176,10 @@ def test_the_second_job_starts_from_the_plan_and_process_0_remembers_the_verdict
     assert all(WARM_LINE in o.stderr for o in second.outcomes)  # both took the plan
     checks = [line for line in second.outcomes[0].stderr.splitlines() if "job check: agree" in line]
     assert len(checks) == 1 and REMEMBERED in checks[0], checks
+    # A warm start imports none of the checks, the comparison, the policy or the hang report.
+    for result in second.results:
+        heavy = [m for m in result["modules"] if m.startswith(WARM_JOB_NEVER_IMPORTS)]
+        assert heavy == [], heavy
     keys = second.results[0]["keys"]
     assert json.loads(keys["jax_rocm7/job-check/0/verdict"])["kind"] == "agree"
     # The warm processes stated the records the cold ones did (only the coordinator's port differs).

@@ -5,7 +5,8 @@
 Joins jax.distributed (local device id = the process's local rank), asks for the 'rocm' devices (our
 loader's job check runs there, before the client), runs a jitted program on them, and prints one line
 `JOB {json}` (or writes it, see `say`): process, whether it ran on rocm, jax's error where rocm did not start,
-and (process 0) every key and value under jax_rocm7/ in the coordination service. Exit 0: ran on rocm;
+the modules of our package loaded once the backend started, and (process 0) every key and value under
+jax_rocm7/ in the coordination service. Exit 0: ran on rocm;
 3: rocm did not start.
 
 Parts a test may ask of a process (variables): JOB_LATE=<s> reach backend start that much later;
@@ -81,10 +82,11 @@ def start_and_run() -> dict[str, object]:
         devices = jax.local_devices(backend="rocm")
     except RuntimeError as error:
         return {"rocm": False, "error": str(error)}
+    ours = sorted(m for m in sys.modules if m.startswith("jax_rocm7_plugin"))  # what the start imported
     x = np.arange(6.0, dtype=np.float32)
     y = jax.jit(lambda a: jnp.tanh(a) * 2)(jax.device_put(x, devices[0]))
     np.testing.assert_allclose(np.asarray(y), np.tanh(x) * 2, rtol=1e-5)
-    return {"rocm": True, "devices": len(devices)}
+    return {"rocm": True, "devices": len(devices), "modules": ours}
 
 
 if __name__ == "__main__":
