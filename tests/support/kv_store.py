@@ -15,6 +15,7 @@ class Store:
         self.changed = threading.Condition()
         self.answer_seconds = answer_seconds
         self.listings = 0
+        self.reads = 0  # blocking reads asked for
 
     def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None:
         with self.changed:
@@ -24,6 +25,7 @@ class Store:
             self.changed.notify_all()
 
     def blocking_key_value_get(self, key: str, timeout_in_ms: int) -> str:
+        self.reads += 1
         if timeout_in_ms / 1000 < self.answer_seconds:
             time.sleep(timeout_in_ms / 1000)
             raise RuntimeError(f"DEADLINE_EXCEEDED: GetKeyValue() timed out with key: {key}")

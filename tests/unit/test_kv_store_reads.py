@@ -18,10 +18,30 @@ def published(*processes: int, answer_seconds: float = 0.0) -> Store:
     return store
 
 
-def test_everything_published_is_read_without_a_listing() -> None:
-    store = published(0, 1, 2)
-    found = read_published(store, "job/step", range(3), time.monotonic() + 5)
-    assert found == {p: f"outcome of {p}" for p in range(3)} and store.listings == 0
+def test_two_published_processes_are_read_without_a_listing() -> None:
+    store = published(0, 1)
+    found = read_published(store, "job/step", range(2), time.monotonic() + 5)
+    assert found == {p: f"outcome of {p}" for p in range(2)}
+    assert (store.listings, store.reads) == (0, 2)
+
+
+def test_many_published_processes_are_read_by_one_listing() -> None:
+    store = published(*range(8))
+    found = read_published(store, "job/step", range(1, 8), time.monotonic() + 5)
+    assert found == {p: f"outcome of {p}" for p in range(1, 8)}
+    assert (store.listings, store.reads) == (1, 0)
+
+
+def test_after_the_listing_only_the_missing_processes_are_waited_for() -> None:
+    store = published(1, 2, 4)
+    later = threading.Timer(0.1, store.key_value_set, args=("job/step/3", "late"))
+    later.start()
+    try:
+        found = read_published(store, "job/step", range(1, 5), time.monotonic() + 5)
+    finally:
+        later.cancel()
+    assert found == {1: "outcome of 1", 2: "outcome of 2", 3: "late", 4: "outcome of 4"}
+    assert (store.listings, store.reads) == (1, 1)
 
 
 def test_a_silent_process_is_waited_for_until_the_deadline_and_the_later_ones_still_count() -> None:
