@@ -1,10 +1,11 @@
 """The job check at backend start: the processes of a multi-process job compare their records and all act on
 one verdict, before any of them creates the ROCm client.
 
-Each process publishes its record (record.py, without the preflight's host probes) at
+Each process but 0 publishes its record (record.py, without the preflight's host probes) at
 `jax_rocm7/job-check/<start>/record/<process>` in jax's coordination service. Process 0 reads them (O(N)),
-compares them with the preflight's own rules (compare.py) and publishes one verdict at
-`jax_rocm7/job-check/<start>/verdict`; every other process reads only that key (O(1)). A process that gives up
+compares them and its own with the preflight's own rules (compare.py) and publishes one verdict at
+`jax_rocm7/job-check/<start>/verdict`; every other process reads only that key (O(1)). Process 0 keeps its own
+record: nobody else reads it, and a call less on the path every process waits on. A process that gives up
 waiting publishes an "incomplete" verdict there instead. The service refuses to set a key twice, so the first
 verdict set is the one every process acts on, whoever set it. `<start>` counts this process's backend starts
 (the processes of a job start their backends in the same order), so a second start in one job, after
@@ -150,12 +151,12 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     memory: Memory | None = None,
 ) -> Outcome:
-    """Publish `record` (encoded), then settle on the job's verdict: process 0 waits `timeout` for the others'
-    records, the others `timeout + grace` for the verdict. Exceptions from the store other than a wait running
-    out propagate: the caller steps aside. `memory`: where process 0 finds that these very records agreed before
-    (then it settles on agreement without comparing again) and keeps them when they do."""
+    """Publish `record` (encoded; process 0 keeps its own), then settle on the job's verdict: process 0 waits
+    `timeout` for the others' records, the others `timeout + grace` for the verdict. Exceptions from the store
+    other than a wait running out propagate: the caller steps aside. `memory`: where process 0 finds that these
+    very records agreed before (then it settles on agreement without comparing again) and keeps them when they
+    do."""
     base = f"{PREFIX}/{start}"
-    store.key_value_set(f"{base}/record/{process_id}", record)
     if process_id == 0:
         others = read_published(store, f"{base}/record", range(1, num_processes), clock() + timeout, clock)
         texts = {0: record, **others}
@@ -170,11 +171,12 @@ def run(
         if digest is not None and memory is not None and settled.kind == "agree":
             memory.keep(digest)
         return Outcome(settled, findings if settled == verdict else ())
+    store.key_value_set(f"{base}/record/{process_id}", record)
     try:
         text = store.blocking_key_value_get(f"{base}/verdict", wait_ms(timeout + grace))
     except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
-        present = {process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/")}
-        missing = tuple(p for p in range(num_processes) if p not in present)
+        present = {0, *(process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/"))}
+        missing = (0, *(p for p in range(num_processes) if p not in present))  # 0: no verdict came
         return Outcome(_settle(store, base, no_verdict(missing, timeout)))
     return Outcome(Verdict.from_json(text))
 
@@ -235,14 +237,17 @@ def decide(
 
 
 def no_verdict(missing: tuple[int, ...], timeout: float) -> Verdict:
-    """The check could not conclude: never a reason to fail a job that may well be healthy."""
-    if missing:
+    """The check could not conclude: never a reason to fail a job that may well be healthy. `missing`: the
+    processes whose record never came, and process 0 where its verdict never came (it publishes no record)."""
+    silent = tuple(p for p in missing if p != 0)
+    heard = []
+    if silent:
         from jax_rocm7_plugin._job.phrases import processes_phrase
 
-        who = f"{processes_phrase(missing)} (host unknown: no record came)"
-        line = f"the job check heard nothing from {who} within {timeout:g} s ({TIMEOUT_VARIABLE})"
-    else:
-        line = f"the job check got every record but no verdict from process 0 within {timeout:g} s"
+        heard.append(f"heard nothing from {processes_phrase(silent)} (host unknown: no record came)")
+    if 0 in missing or not missing:
+        heard.append("got no verdict from process 0")
+    line = f"the job check {' and '.join(heard)} within {timeout:g} s ({TIMEOUT_VARIABLE})"
     return Verdict("incomplete", f"{line}; the ROCm backend starts unchecked [cluster-incomplete]", missing, missing)
 
 

@@ -45,7 +45,8 @@ def verdicts(outcomes: dict[int, check.Outcome]) -> set[check.Verdict]:
 def test_a_consistent_job_agrees_silently() -> None:
     store, outcomes = run_job(8)
     assert verdicts(outcomes) == {check.Verdict("agree")}
-    assert sorted(store.values) == [f"jax_rocm7/job-check/0/record/{p}" for p in range(8)] + [
+    # Process 0 keeps its own record: nobody else reads it.
+    assert sorted(store.values) == [f"jax_rocm7/job-check/0/record/{p}" for p in range(1, 8)] + [
         "jax_rocm7/job-check/0/verdict"
     ]
 
@@ -189,3 +190,19 @@ def test_a_refusal_is_never_remembered() -> None:
     store.key_value_set("jax_rocm7/job-check/0/record/1", encode(records[1]))
     outcome = check.run(store, 0, 2, encode(records[0]), start=0, timeout=0.5, memory=memory)
     assert outcome.verdict.kind == "refuse" and seen == set()
+
+
+@pytest.mark.parametrize(
+    ("missing", "said"),
+    [
+        ((2,), "heard nothing from process 2 (host unknown: no record came) within 2 s"),
+        ((0,), "got no verdict from process 0 within 2 s"),
+        ((0, 3), "heard nothing from process 3 (host unknown: no record came) and got no verdict from process 0"),
+    ],
+)
+def test_no_verdict_names_the_silent_processes_and_process_0_by_what_did_not_come(
+    missing: tuple[int, ...], said: str
+) -> None:
+    verdict = check.no_verdict(missing, 2.0)
+    assert verdict.kind == "incomplete" and verdict.missing == missing
+    assert said in verdict.line and verdict.line.endswith("[cluster-incomplete]")
