@@ -105,6 +105,25 @@ def read_attribute(path: str, limit: int = 4096) -> str:
         _reading.pop(me, None)
 
 
+HOSTNAME = "/proc/sys/kernel/hostname"
+MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name
+
+
+def host_name(root: str | os.PathLike[str]) -> str:
+    """This host's name as its kernel states it (HOSTNAME, the UTS name) under `root`, so that tests give each
+    process a host of its own; gethostname where the file says nothing. Here, beside the reader, because every
+    process of a job states its host at each start: the machine package is not imported for it."""
+    try:
+        name = read_text(os.path.join(root, HOSTNAME.lstrip("/")), MAX_HOSTNAME_BYTES).strip()
+    except (OSError, ValueError):
+        name = ""
+    if name:
+        return name
+    import socket
+
+    return socket.gethostname()
+
+
 def with_deadline(probe: Callable[[], T], seconds: float | None = None) -> T:
     """probe() in a daemon thread; Deadline (naming what it was reading) if it does not finish in time.
 

@@ -196,7 +196,7 @@ class Watcher(threading.Thread):
         self.sample = self.period(self.timeout)
         self.call_seconds = max(5.0, 4 * self.sample)  # seen: 2 s ran out under load (the helper then left stuck)
         self.main = threading.main_thread()
-        self.host = _host_name(settings.root)
+        self.host: str | None = None  # read where an answer first states it (this thread, not the job's start)
         self.counters: tuple[Any, float] | None = None  # the host's GPU counters at the start, and when
         self.network: str | None = None  # the network RCCL would use between hosts from here (None: not read yet)
         self.answered: set[str] = set()
@@ -266,7 +266,7 @@ class Watcher(threading.Thread):
         self._try(lambda: moved.extend(self._gpu_counters_moved()))
         return json.dumps(
             {
-                "host": self.host,
+                "host": self._host(),
                 "place": place,
                 "in_jax": in_jax,
                 "seconds": round(seconds, 1),
@@ -276,6 +276,13 @@ class Watcher(threading.Thread):
                 "trail": [[round(time.monotonic() - at, 1), place, in_jax] for at, place, in_jax in self.trail],
             }
         )
+
+    def _host(self) -> str:
+        if self.host is None:
+            from jax_rocm7_plugin._safe_io import host_name
+
+            self.host = host_name(self.settings.root)
+        return self.host
 
     def _network(self) -> str:
         """The network RCCL would use between hosts from this host (_machine/transport.py), read once, at the
@@ -404,14 +411,6 @@ class Watcher(threading.Thread):
             if left >= answered - {self.process}:
                 return
             time.sleep(self.sample)
-
-
-def _host_name(root: str) -> str:
-    from pathlib import Path
-
-    from jax_rocm7_plugin._machine.host import host_name
-
-    return host_name(Path(root))
 
 
 def _gpu_counters(root: str) -> Any:

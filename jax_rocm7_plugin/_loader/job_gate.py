@@ -209,12 +209,12 @@ def record_from_plan(job: Mapping[str, Any], join: dict[str, Any], environ: Mapp
     record past the policy's bound (a very large environment) is re-encoded by the record's own rules."""
     from jax_rocm7_plugin._job.steering import steering_environment
     from jax_rocm7_plugin._loader.warm import sysroot
-    from jax_rocm7_plugin._machine.host import host_name
+    from jax_rocm7_plugin._safe_io import host_name
 
     own = {
         "schema": job["schema"],
         "join": join,
-        "host": host_name(Path(sysroot(environ))),
+        "host": host_name(sysroot(environ)),
         "environment": dict(steering_environment(environ, job.get("steering"))),
         "truncated": list(job.get("truncated", ())),
     }

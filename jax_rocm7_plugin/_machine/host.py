@@ -1,28 +1,16 @@
 """Which host this process runs on, and its limits: the facts a job's processes compare per host.
 
-The host name is read under the sysroot (`/proc/sys/kernel/hostname`, the kernel's UTS name)
-so that tests give each process a host of its own; the real root falls back to gethostname.
+The host name is read under the sysroot (`/proc/sys/kernel/hostname`, the kernel's UTS name) so that tests give
+each process a host of its own; the real root falls back to gethostname. The reading itself is _safe_io's, where a
+job's start reads it without this package.
 """
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path
-
-HOSTNAME = "/proc/sys/kernel/hostname"
-MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name
-
-
-def host_name(root: Path) -> str:
-    from jax_rocm7_plugin._safe_io import read_text
-
-    try:
-        name = read_text(host_path(root, HOSTNAME), MAX_HOSTNAME_BYTES).strip()
-    except (OSError, ValueError):
-        name = ""
-    return name or socket.gethostname()
+from jax_rocm7_plugin._safe_io import host_name as host_name
 
 
 def open_files_limit() -> tuple[int | None, int | None]:
