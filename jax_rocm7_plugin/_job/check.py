@@ -175,10 +175,22 @@ def run(
     try:
         text = store.blocking_key_value_get(f"{base}/verdict", wait_ms(timeout + grace))
     except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
-        present = {0, *(process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/"))}
-        missing = (0, *(p for p in range(num_processes) if p not in present))  # 0: no verdict came
-        return Outcome(_settle(store, base, no_verdict(missing, timeout)))
+        return Outcome(_without_verdict(store, base, process_id, num_processes, timeout))
     return Outcome(Verdict.from_json(text))
+
+
+def _without_verdict(store: Store, base: str, process_id: int, num_processes: int, timeout: float) -> Verdict:
+    """Where no verdict came in time: "incomplete", naming process 0 and (as process 1 finds them) the processes
+    whose record never came. Only process 1 lists the records: at 10,000 processes a listing is 15 MB, and every
+    process listing them at once from the service of a stuck process 0 would bury it. The others first wait for
+    process 1's verdict, then settle on process 0 alone (process 1 is silent too)."""
+    if process_id != 1:
+        try:
+            return Verdict.from_json(store.blocking_key_value_get(f"{base}/verdict", wait_ms(READ_BACK_SECONDS)))
+        except Exception:  # noqa: BLE001 - nothing came, or nothing readable
+            return _settle(store, base, no_verdict((0,), timeout))
+    present = {0, *(process_of(key) for key, _ in store.key_value_dir_get(f"{base}/record/"))}
+    return _settle(store, base, no_verdict((0, *(p for p in range(num_processes) if p not in present)), timeout))
 
 
 def _parse(texts: Mapping[int, str]) -> tuple[dict[int, ProcessRecord], tuple[int, ...]]:

@@ -206,3 +206,17 @@ def test_no_verdict_names_the_silent_processes_and_process_0_by_what_did_not_com
     verdict = check.no_verdict(missing, 2.0)
     assert verdict.kind == "incomplete" and verdict.missing == missing
     assert said in verdict.line and verdict.line.endswith("[cluster-incomplete]")
+
+
+def test_without_process_0_only_process_1_lists_the_records_and_names_the_silent_ones() -> None:
+    store, outcomes = run_job(6, absent=(0, 3), timeout=0.3)
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "incomplete" and verdict.missing == (0, 3) and set(outcomes) == {1, 2, 4, 5}
+    assert "heard nothing from process 3" in verdict.line and "no verdict from process 0" in verdict.line
+    assert store.listings == 1  # process 1's: the others read its verdict
+
+
+def test_without_processes_0_and_1_the_others_settle_on_process_0_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(check, "READ_BACK_SECONDS", 0.2)
+    store, outcomes = run_job(4, absent=(0, 1), timeout=0.3)
+    assert verdicts(outcomes) == {check.no_verdict((0,), 0.3)} and store.listings == 0
