@@ -13,3 +13,7 @@ JAX_RELEASE = "0.10.2"
 
 # Rewritten by build/build.py in the staged copy of a wheel (e.g. "0.10.2.post1").
 __version__ = JAX_RELEASE
+
+# Rewritten by build/build.py in the staged copy of a wheel: a sha256 of the package's other files as built. The
+# loader files its start-up plans under it; in the source tree (None) it looks at the files' times instead.
+SOURCE_DIGEST = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -160,7 +161,9 @@ def build_plugin_wheel(
         if modules is not None:  # the wheel becomes cpXY-cpXY-manylinux_2_28 for that CPython
             progress.step(f"adding extension modules for CPython {modules.python}: {', '.join(sorted(modules.paths))}")
             extension_modules.stage(modules, staging / PLUGIN_PACKAGE, staging, version=version, release=args.release)
-        stamp_version(staging / PLUGIN_PACKAGE / "version.py", version, args.release)
+        stamp_version(
+            staging / PLUGIN_PACKAGE / "version.py", version, args.release, source_digest(staging / PLUGIN_PACKAGE)
+        )
         row: releases.Release | None = args.row
         build = {
             "version": version,
@@ -184,10 +187,23 @@ def build_plugin_wheel(
     return wheel
 
 
-def stamp_version(version_py: Path, version: str, release: str) -> None:
-    """Write the wheel's version and release into its copy of version.py."""
+def source_digest(package: Path) -> str:
+    """A sha256 of every file of a staged package but version.py (which carries it), by path and content: the
+    loader files its start-up plans under it (_loader/warm.own_files), so a different build is never planned for
+    by another's plan, and a reinstall of the same build keeps its plans."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        relative = path.relative_to(package).as_posix()
+        if relative != "version.py":
+            digest.update(f"{relative}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def stamp_version(version_py: Path, version: str, release: str, digest: str) -> None:
+    """Write the wheel's version, release and source digest into its copy of version.py."""
     lines = version_py.read_text(encoding="utf-8").splitlines(keepends=True)
-    values = {"__version__": version, "JAX_RELEASE": release}
+    values = {"__version__": version, "JAX_RELEASE": release, "SOURCE_DIGEST": digest}
     stamped = []
     for line in lines:
         name = line.split(" = ", 1)[0]

@@ -7,10 +7,12 @@ loader under 'rocm' it runs jitted programs, so everything but the GPU is real.
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from jax_rocm7_build.assemble import source_digest
 
 from tests.support.environment import Combo
 from tests.support.native import library_needing_missing_dependency, pjrt_library_with_code_for
@@ -65,6 +67,17 @@ def test_wheel_names_and_tags(wheels: dict[str, Path]) -> None:
     assert wheels["pjrt"].name == "jax_rocm7_pjrt-0.10.2-py3-none-manylinux_2_28_x86_64.whl"
     assert wheels["plugin"].name == "jax_rocm7_plugin-0.10.2-py3-none-any.whl"
     assert wheels["pjrt-post1"].name.startswith("jax_rocm7_pjrt-0.10.2.post1-")
+
+
+def test_the_installed_package_is_planned_by_the_digest_its_build_stamped(
+    python: Path, wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """The warm path files its plans under the wheel's stamp (no stat of the package's files at each start)."""
+    with zipfile.ZipFile(wheels["plugin"]) as wheel:
+        wheel.extractall(tmp_path, [n for n in wheel.namelist() if n.startswith("jax_rocm7_plugin/")])
+    done = run_python(python, "from jax_rocm7_plugin._loader import warm; print(warm.own_files())")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"built:{source_digest(tmp_path / 'jax_rocm7_plugin')}"
 
 
 def test_jit_runs_on_rocm_backend(python: Path, gpu_sysroot: Path) -> None:

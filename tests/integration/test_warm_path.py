@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.environment import plugin_environment
+from tests.support.environment import REPO, plugin_environment
 from tests.support.sysroots import Gpu, add_rocm, make_sysroot
 
 # What the warm path may import of ours: the entry module, the plan reader and the foundation it uses. Anything
@@ -139,6 +139,35 @@ def test_a_plan_whose_world_changed_is_never_used(machine: Machine, change: str)
     again, log = machine.start(**variables)
     assert not warm(again), again
     assert "(the plan of the last start)" not in log
+
+
+def test_an_edited_source_tree_means_the_full_path_and_a_built_package_is_planned_by_its_stamp(
+    machine: Machine, tmp_path: Path
+) -> None:
+    """In a source tree the plans are filed under the newest change of the package's files, so an edit in place
+    (the folder unchanged) means the checks again. A wheel's build stamps a digest of its files into version.py
+    (build/jax_rocm7_build/assemble.py): then that digest alone decides, and no file is looked at."""
+    overlay = tmp_path / "overlay"
+    copy = overlay / "jax_rocm7_plugin"
+    shutil.copytree(REPO / "jax_rocm7_plugin", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    first_on_path = {"PYTHONPATH": os.pathsep.join([str(overlay), str(REPO)])}
+    machine.start(**first_on_path)
+    assert warm(machine.start(**first_on_path)[0])
+    decides = copy / "_machine" / "devices.py"
+    decides.write_text(decides.read_text() + "# edited in place\n")
+    assert not warm(machine.start(**first_on_path)[0])
+    assert warm(machine.start(**first_on_path)[0])
+
+    version = copy / "version.py"
+    source = version.read_text()
+    assert "\nSOURCE_DIGEST = None\n" in source
+    version.write_text(source.replace("SOURCE_DIGEST = None", f'SOURCE_DIGEST = "{"ab" * 32}"'))
+    assert not warm(machine.start(**first_on_path)[0])  # another build: its own plan
+    assert warm(machine.start(**first_on_path)[0])
+    decides.write_text(decides.read_text() + "# an installed build is not edited: its stamp alone decides\n")
+    assert warm(machine.start(**first_on_path)[0])
+    version.write_text(source.replace("SOURCE_DIGEST = None", f'SOURCE_DIGEST = "{"cd" * 32}"'))
+    assert not warm(machine.start(**first_on_path)[0])
 
 
 @pytest.mark.parametrize("off", ["0", "false", "Off"])
