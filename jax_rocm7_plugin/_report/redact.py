@@ -14,8 +14,10 @@ import re
 from collections.abc import Iterable, Mapping
 
 from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin._job.steering import REDACTED as REDACTED  # one marker for a record and a report
+from jax_rocm7_plugin._job.steering import looks_secret
 
-REDACTED = "<redacted>"
+# The report's own words: wider than the cluster policy's (PASS), since a bundle holds whatever the program printed.
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 MIN_LITERAL = 4
 # scheme://user:password@host (a user without a password is kept: it is no secret)
@@ -24,8 +26,7 @@ _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[
 
 def is_secret_name(name: str) -> bool:
     """A variable whose value is a credential, by its name (HF_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD...)."""
-    upper = name.upper()
-    return any(word in upper for word in SECRET_WORDS)
+    return looks_secret(name, SECRET_WORDS)
 
 
 class Redactor:
