@@ -20,6 +20,7 @@ from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
+from jax_rocm7_plugin._pages.svg import size_text as size_text  # the tables write sizes as the pages do
 from jax_rocm7_plugin._record import NamedTuple
 
 K = TypeVar("K")  # what slow_processes ranks: process ids, or places (host and pair groups)
@@ -48,13 +49,6 @@ def parse_sizes(text: str) -> tuple[int, ...]:
             raise ValueError(f"{entry.strip()!r}: sizes go from 4 B (one float32) to 4 GiB")
         sizes.add(value)
     return tuple(sorted(sizes))
-
-
-def size_text(size: int) -> str:
-    for unit, scale in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", KIB)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
 
 
 class Figure(NamedTuple):

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from jax_rocm7_plugin._pages import html
 from jax_rocm7_plugin._pages.html import COLOURS, MARK, esc
-from jax_rocm7_plugin._pages.svg import Scale, Svg, nice_ticks, shorten
+from jax_rocm7_plugin._pages.svg import Scale, Svg, nice_ticks, shorten, size_text
 
 # Above this many hosts the grid folds hosts that are alike into one tile (and one table row).
 FOLD_HOSTS = 128
@@ -349,7 +349,7 @@ def bandwidth_svg(figures: Sequence[Mapping[str, Any]], slow: set[str]) -> str:
         svg.text(left - 6, y(t) + 4, f"{t:g}", size=10, anchor="end")
     for size in sorted(set(sizes)):
         svg.line(x(size), height - bottom, x(size), height - bottom + 4, "#888")
-        svg.text(x(size), height - bottom + 16, _size(size), size=9, anchor="middle")
+        svg.text(x(size), height - bottom + 16, size_text(size), size=9, anchor="middle")
     svg.text(left + (width - right - left) / 2, height - 6, "message size (log scale)", size=11, anchor="middle")
     svg.text(
         14,
@@ -386,7 +386,7 @@ def bandwidth_svg(figures: Sequence[Mapping[str, Any]], slow: set[str]) -> str:
             continue
         svg.polyline([(x(s), y(v)) for s, v in line], colour, 2, title=f"{op}, the whole job")
         for s, v in line:
-            svg.circle(x(s), y(v), 2.5, colour, title=f"{op} {_size(s)}: {v:.3g} GB/s (job)")
+            svg.circle(x(s), y(v), 2.5, colour, title=f"{op} {size_text(s)}: {v:.3g} GB/s (job)")
         svg.line(width - right + 6, legend_y, width - right + 24, legend_y, colour, 2)
         svg.text(width - right + 28, legend_y + 4, f"{op} (job)", size=10)
         legend_y += 16
@@ -400,7 +400,7 @@ def bandwidth_svg(figures: Sequence[Mapping[str, Any]], slow: set[str]) -> str:
             y(value),
             5 if is_slow else 3.5,
             COLOURS["warning"] if is_slow else "#2f6fb0",
-            title=f"{group}: {value:.3g} GB/s at {_size(size)}",
+            title=f"{group}: {value:.3g} GB/s at {size_text(size)}",
             stroke=MARK if is_slow else "#fff",
             stroke_width=2 if is_slow else 1,
             attrs=attrs,
@@ -556,13 +556,6 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
         return min(values), statistics.median(values), max(values)
     q = statistics.quantiles(values, n=4)
     return q[0], q[1], q[2]
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
 
 
 # --- the page ------------------------------------------------------------------------------------------------

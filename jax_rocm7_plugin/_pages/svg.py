@@ -116,3 +116,12 @@ def nice_ticks(high: float, count: int = 5) -> list[float]:
 
 def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)] + "\u2026"
+
+
+def size_text(size: int) -> str:
+    """A byte count as the axes and the preflight's tables write it: the largest binary unit it is a whole
+    number of (8 B, 2 KiB, 3 MiB)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
