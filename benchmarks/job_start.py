@@ -2,6 +2,7 @@
 
     python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--modes warm cold] [--python PYTHON]
     python benchmarks/job_start.py --library PATH --by-part [--processes 1 2] [--pairs 15]
+    ... --stamped: our side as an installed build is (this checkout's package with the source digest stamped)
 
 N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
 synthetic node of 8 x MI300X (JAX_ROCM_SYSROOT, tests/support/node_health.py: KFD topology, /dev, each GPU's PCI
@@ -22,6 +23,10 @@ the per-pair differences. Also process 0's debug line, which says whether it com
 --by-part: where a warm process's added CPU goes. Rounds of four jobs (ours; ours with JAX_ROCM_HANG_TIMEOUT=off;
 ours with the job check off too; bare), each process's CPU during jax.devices() (all its threads, and its main
 thread alone), medians over rounds and processes. With 1 process the loader takes the lone warm path.
+
+--stamped: a copy of this checkout's package, first on PYTHONPATH, whose version.py carries the source digest
+a wheel's build stamps (build/jax_rocm7_build/assemble.py): the plan's key then names the package by it, as in an
+installed pair, instead of a stat per file of a source tree.
 
 Run it from outside the repository, with nothing else heavy running.
 """
@@ -109,15 +114,33 @@ PARTS = {  # what each side of --by-part turns off
 }
 
 
-def by_part(options: argparse.Namespace, machine: Path, work: Path, bare: Path) -> None:
+def stamped_copy(work: Path) -> dict[str, str]:
+    """The variables that put a stamped copy of this checkout's package first (--stamped)."""
+    import shutil
+
+    from jax_rocm7_build.assemble import source_digest
+
+    overlay = work / "stamped"
+    package = overlay / "jax_rocm7_plugin"
+    shutil.copytree(REPO / "jax_rocm7_plugin", package, ignore=shutil.ignore_patterns("__pycache__"))
+    version = package / "version.py"
+    text = version.read_text()
+    stamped = text.replace("SOURCE_DIGEST = None", f'SOURCE_DIGEST = "{source_digest(package)}"')
+    if stamped == text:
+        raise SystemExit(f"{version}: no `SOURCE_DIGEST = None` line to stamp")
+    version.write_text(stamped)
+    return {"PYTHONPATH": os.pathsep.join([str(overlay), str(REPO)])}
+
+
+def by_part(options: argparse.Namespace, machine: Path, work: Path, bare: Path, our_env: dict[str, str]) -> None:
     for count in options.processes:
         cpu: dict[str, list[float]] = {name: [] for name in [*PARTS, "bare"]}
         main: dict[str, list[float]] = {name: [] for name in cpu}
         for extra in PARTS.values():  # each side's first job (its own plan): not timed
-            job(options.python, options.library, count, machine, work / f"cache-{count}", None, extra)
+            job(options.python, options.library, count, machine, work / f"cache-{count}", None, {**our_env, **extra})
         for _ in range(options.pairs):
             for name in cpu:
-                extra, side = PARTS.get(name, {}), bare if name == "bare" else None
+                extra, side = ({**our_env, **PARTS[name]}, None) if name in PARTS else ({}, bare)
                 cache = work / ("cache-bare" if side else f"cache-{count}")
                 for found in job(options.python, options.library, count, machine, cache, side, extra):
                     cpu[name].append(found["cpu"] * 1000)
@@ -142,6 +165,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=("warm", "cold"), default=["warm", "cold"])
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--by-part", action="store_true", help="where a warm process's added CPU goes")
+    parser.add_argument("--stamped", action="store_true", help="our package as an installed build is (stamped)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -149,19 +173,20 @@ def main() -> None:
         (bare / "jax_plugins" / "bare").mkdir(parents=True)
         (bare / "jax_plugins" / "bare" / "__init__.py").write_text(BARE)
         machine = host_sysroot(work / "machine", "node-0", [], node=HEALTHY_NODES[NODE])
+        our_env = stamped_copy(work) if options.stamped else {}
         if options.by_part:
-            by_part(options, machine, work, bare)
+            by_part(options, machine, work, bare, our_env)
             return
         for count in options.processes:
             for mode in options.modes:
                 ours, theirs, said, cpu_ours, cpu_theirs = [], [], [], [], []
                 cache = work / f"cache-{count}-warm"
                 if mode == "warm":
-                    job(options.python, options.library, count, machine, cache, None)  # the first job: not timed
+                    job(options.python, options.library, count, machine, cache, None, our_env)  # not timed
                 for n in range(options.pairs):
                     if mode == "cold":
                         cache = work / f"cache-{count}-cold-{n}"
-                    found = job(options.python, options.library, count, machine, cache, None)
+                    found = job(options.python, options.library, count, machine, cache, None, our_env)
                     ours.append(max(f["seconds"] for f in found) * 1000)
                     cpu_ours += [f["cpu"] * 1000 for f in found]
                     said.append((sum(f["warm"] for f in found), found[0]["check"]))
