@@ -47,18 +47,20 @@ PROCESS_0_STOPPED_IN_DEEP = S + 13  # after the stop
 def test_a_process_stopped_or_lost_at_any_phase_is_named(
     tmp_path: Path, standin_library: Path, phase: str, fault: Fault, deep: bool, finding: str
 ) -> None:
-    for attempt in range(2):
+    for attempt in range(3):
         job = DeepJob(
             tmp_path / f"attempt-{attempt}", standin_library, 3, step_timeout=STEP, deep=deep, timeout=TIMEOUT
         )
         results = job.run(fault, sizes="8")
         assert job.faulted_at is not None, f"process {fault.process} never reached {fault.at!r}"
         # The fault is sent when the process says it reached the phase; on a loaded machine the signal can land
-        # after the whole (fast, plain) run is over, and the process exits 0: nothing was faulted, so run again.
-        if results[fault.process][0] != 0:
+        # after the process's part of the (fast, plain) run is done: it exits 0, or it is killed only after process
+        # 0 had its record and its taking of the verdict, and process 0 rightly saw a whole job (exit 0). Either
+        # way nothing was faulted in the phase, so run again.
+        if results[fault.process][0] != 0 and results[0][0] != 0:
             break
     else:
-        pytest.fail(f"twice the fault at {fault.at!r} landed only after process {fault.process} had finished")
+        pytest.fail(f"three times the fault at {fault.at!r} landed only after process {fault.process}'s part was done")
     faulted = job.faulted_at - job.started
     code, out, _ = results[0]
     report = json.loads(out)
