@@ -3,6 +3,7 @@
     python benchmarks/job_start.py --library PATH [--processes 2 4 8] [--pairs 5] [--modes warm cold] [--python PYTHON]
     python benchmarks/job_start.py --library PATH --by-part [--processes 1 2] [--pairs 15]
     ... --stamped: our side as an installed build is (this checkout's package with the source digest stamped)
+    python benchmarks/job_start.py --library PATH --floor 1 2.5 5 [--processes 2 4 8] [--pairs 7]
 
 N real processes on localhost join jax.distributed (explicit address, count and id), each with its share of one
 synthetic node of 8 x MI300X (JAX_ROCM_SYSROOT, tests/support/node_health.py: KFD topology, /dev, each GPU's PCI
@@ -27,6 +28,11 @@ thread alone), medians over rounds and processes. With 1 process the loader take
 --stamped: a copy of this checkout's package, first on PYTHONPATH, whose version.py carries the source digest
 a wheel's build stamps (build/jax_rocm7_build/assemble.py): the plan's key then names the package by it, as in an
 installed pair, instead of a stat per file of a source tree.
+
+--floor MS...: a calibration of this machine, not of our code: the bare side against the bare side that also spends
+MS ms of CPU (a busy loop) in each process's registration, the same interleaved pairs. It says what a fixed CPU
+cost per process becomes in the slowest process's wall time at N processes on this machine's cores: the least any
+loader that costs that much can add.
 
 Run it from outside the repository, with nothing else heavy running.
 """
@@ -71,11 +77,16 @@ print("BENCH " + json.dumps({"seconds": seconds, "cpu": cpu, "main": main, **sai
 """
 )
 BARE = """import os
+import time
 
 
 def initialize():
     from jax._src import xla_bridge
 
+    spend = float(os.environ.get("BARE_SPEND_MS", "0")) / 1000  # --floor: a fixed CPU cost, nothing else
+    began = time.thread_time()
+    while time.thread_time() - began < spend:
+        pass
     xla_bridge.register_plugin("rocm", priority=500, library_path=os.environ["BARE_LIBRARY"])
 """
 
@@ -153,6 +164,26 @@ def by_part(options: argparse.Namespace, machine: Path, work: Path, bare: Path, 
             print(f"    {name:22s} {all_threads:5.1f} / {main_thread:5.1f} ms{'' if name == 'bare' else added}")
 
 
+def floor(options: argparse.Namespace, machine: Path, work: Path, bare: Path) -> None:
+    """--floor: what MS ms of CPU per process adds to the slowest process's wall time at each N, on this machine."""
+    for count in options.processes:
+        for spend in options.floor:
+            plain, spending, cpu = [], [], []
+            for _ in range(options.pairs):
+                extra = {"BARE_SPEND_MS": f"{spend:g}"}
+                found = job(options.python, options.library, count, machine, work / "cache-bare", bare, extra)
+                spending.append(max(f["seconds"] for f in found) * 1000)
+                cpu += [f["cpu"] * 1000 for f in found]
+                found = job(options.python, options.library, count, machine, work / "cache-bare", bare)
+                plain.append(max(f["seconds"] for f in found) * 1000)
+                cpu += [-f["cpu"] * 1000 for f in found]
+            added = statistics.median(a - b for a, b in zip(spending, plain, strict=True))
+            print(
+                f"{count} processes, {spend:g} ms of CPU each: slowest process {added:+.1f} ms "
+                f"(x{added / spend:.2f}); CPU added per process {sum(cpu) / (count * options.pairs):+.1f} ms"
+            )
+
+
 def spread(samples: list[float]) -> str:
     return f"{statistics.median(samples):6.1f} ms ({min(samples):.1f}-{max(samples):.1f})"
 
@@ -166,6 +197,7 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--by-part", action="store_true", help="where a warm process's added CPU goes")
     parser.add_argument("--stamped", action="store_true", help="our package as an installed build is (stamped)")
+    parser.add_argument("--floor", type=float, nargs="+", metavar="MS", help="calibrate: a fixed CPU cost per process")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -176,6 +208,9 @@ def main() -> None:
         our_env = stamped_copy(work) if options.stamped else {}
         if options.by_part:
             by_part(options, machine, work, bare, our_env)
+            return
+        if options.floor:
+            floor(options, machine, work, bare)
             return
         for count in options.processes:
             for mode in options.modes:
