@@ -105,6 +105,12 @@ def read_attribute(path: str, limit: int = 4096) -> str:
         _reading.pop(me, None)
 
 
+def under(root: str | os.PathLike[str], path: str) -> str:
+    """`path` as the host names it (/dev/kfd) under `root` (the sysroot: "/" on a real machine, a synthetic tree in
+    tests). The foundation's own, for what reads the machine without the machine package (a warm start)."""
+    return os.path.join(root, path.lstrip("/"))
+
+
 HOSTNAME = "/proc/sys/kernel/hostname"
 MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name
 
@@ -114,7 +120,7 @@ def host_name(root: str | os.PathLike[str]) -> str:
     process a host of its own; gethostname where the file says nothing. Here, beside the reader, because every
     process of a job states its host at each start: the machine package is not imported for it."""
     try:
-        name = read_text(os.path.join(root, HOSTNAME.lstrip("/")), MAX_HOSTNAME_BYTES).strip()
+        name = read_text(under(root, HOSTNAME), MAX_HOSTNAME_BYTES).strip()
     except (OSError, ValueError):
         name = ""
     if name:

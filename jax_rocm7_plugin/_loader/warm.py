@@ -72,10 +72,6 @@ JOB_IDENTITY = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_PORT", "JAX_PROCESS_
 logger = logging.getLogger(PLUGIN_PACKAGE)
 
 
-def _under(root: str, path: str) -> str:
-    return os.path.join(root, path.lstrip("/"))
-
-
 def _identity(path: str) -> list[int] | None:
     try:
         info = os.stat(path)
@@ -133,10 +129,10 @@ def plan_key(environ: Mapping[str, str], platforms: str | None) -> str:
 def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
     """The machine facts a verdict depends on, as the machine probe reads them (under its deadline); and for a job's
     plan the `decisive` files' contents (the GPUs' error counters and partition modes its record states)."""
-    from jax_rocm7_plugin._safe_io import read_attribute, read_text, with_deadline
+    from jax_rocm7_plugin._safe_io import read_attribute, read_text, under, with_deadline
 
     def read() -> dict[str, Any]:
-        nodes_dir = _under(root, f"{TOPOLOGY}/nodes")
+        nodes_dir = under(root, f"{TOPOLOGY}/nodes")
         try:
             nodes = sorted(os.listdir(nodes_dir), key=lambda n: (len(n), n))
         except OSError:
@@ -148,12 +144,12 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
             except (OSError, ValueError) as error:
                 properties[node] = f"unreadable: {type(error).__name__}"
         try:
-            renders = sorted(n for n in os.listdir(_under(root, "/dev/dri")) if n.startswith("renderD"))
+            renders = sorted(n for n in os.listdir(under(root, "/dev/dri")) if n.startswith("renderD"))
         except OSError:
             renders = []
         devices = {}
         for device in ("/dev/kfd", "/dev/dxg", *(f"/dev/dri/{n}" for n in renders)):
-            path = _under(root, device)
+            path = under(root, device)
             try:
                 info = os.stat(path)
                 devices[device] = [
@@ -166,7 +162,7 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
             except OSError:
                 devices[device] = None
         try:
-            shm = os.statvfs(_under(root, "/dev/shm"))
+            shm = os.statvfs(under(root, "/dev/shm"))
             shm_bytes = shm.f_blocks * shm.f_frsize
         except OSError:
             shm_bytes = None
@@ -174,7 +170,7 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
             "nodes": nodes,
             "properties": properties,
             "devices": devices,
-            "amdgpu": os.path.isdir(_under(root, "/sys/module/amdgpu")),
+            "amdgpu": os.path.isdir(under(root, "/sys/module/amdgpu")),
             "shm": shm_bytes,
             "groups": sorted(os.getgroups()),
         }
@@ -182,7 +178,7 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
             contents: dict[str, str | None] = {}
             for path in decisive:
                 try:
-                    contents[path] = read_attribute(_under(root, path))
+                    contents[path] = read_attribute(under(root, path))
                 except OSError:
                     contents[path] = None
             facts["decisive"] = contents
@@ -194,8 +190,10 @@ def machine_facts(root: str, decisive: tuple[str, ...] = ()) -> dict[str, Any]:
 def watched_files(root: str, library: str, environ: Mapping[str, str], extension: str | None) -> dict[str, Any]:
     """The files a plan depends on besides the machine: the library, the ROCm install the loader would read
     (the /opt/rocm link or ROCM_PATH and its version file), the dynamic loader's cache, the extension module."""
-    rocm = _under(root, _environment.read("ROCM_PATH", environ) or "/opt/rocm")
-    paths = [library, rocm, os.path.join(rocm, ".info", "version"), _under(root, "/etc/ld.so.cache")]
+    from jax_rocm7_plugin._safe_io import under
+
+    rocm = under(root, _environment.read("ROCM_PATH", environ) or "/opt/rocm")
+    paths = [library, rocm, os.path.join(rocm, ".info", "version"), under(root, "/etc/ld.so.cache")]
     paths += [extension] if extension else []
     watched: dict[str, Any] = {p: _identity(p) for p in paths}
     watched[f"realpath:{rocm}"] = os.path.realpath(rocm)  # /opt/rocm moved to another release
