@@ -168,19 +168,20 @@ def floor(options: argparse.Namespace, machine: Path, work: Path, bare: Path) ->
     """--floor: what MS ms of CPU per process adds to the slowest process's wall time at each N, on this machine."""
     for count in options.processes:
         for spend in options.floor:
-            plain, spending, cpu = [], [], []
+            plain, spending, cpu_plain, cpu_spending = [], [], [], []
             for _ in range(options.pairs):
                 extra = {"BARE_SPEND_MS": f"{spend:g}"}
                 found = job(options.python, options.library, count, machine, work / "cache-bare", bare, extra)
                 spending.append(max(f["seconds"] for f in found) * 1000)
-                cpu += [f["cpu"] * 1000 for f in found]
+                cpu_spending += [f["cpu"] * 1000 for f in found]
                 found = job(options.python, options.library, count, machine, work / "cache-bare", bare)
                 plain.append(max(f["seconds"] for f in found) * 1000)
-                cpu += [-f["cpu"] * 1000 for f in found]
+                cpu_plain += [f["cpu"] * 1000 for f in found]
             added = statistics.median(a - b for a, b in zip(spending, plain, strict=True))
+            cpu_added = statistics.mean(cpu_spending) - statistics.mean(cpu_plain)
             print(
                 f"{count} processes, {spend:g} ms of CPU each: slowest process {added:+.1f} ms "
-                f"(x{added / spend:.2f}); CPU added per process {sum(cpu) / (count * options.pairs):+.1f} ms"
+                f"(x{added / spend:.2f}); CPU added per process {cpu_added:+.1f} ms"
             )
 
 
