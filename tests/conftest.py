@@ -55,6 +55,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the rest of each sweep (tests marked `sweep`); the suite runs one case per class of each",
     )
+    parser.addoption(
+        "--snapshots",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="a snapshot store (a bare git repository per source, <owner>+<name>/...): also check that the generated "
+        "variable table is what the pinned sources give (build/README.md, `variables`)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -84,6 +84,32 @@ def test_fixes_that_change_the_load_share_one_limit(
     assert all(o.startswith("out of time") for o in outcomes[1:]), outcomes
 
 
+def test_prove_gives_the_reruns_of_its_fixes_one_load_limit_in_all(
+    hanging: Path, loads: list[tuple[str, float]], tmp_path: Path
+) -> None:
+    """`prove` itself opens the shared budget: three fixes, each of whose reruns must load the library again (each
+    changes LD_LIBRARY_PATH, part of the load's identity), cost one load limit; the fixes it had no time for are said
+    unchecked, never judged on a cut load."""
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "JAX_ROCM_LOAD_TIMEOUT": f"{LIMIT:g}"}
+    settings = read_settings(environ)
+    found = [
+        Finding("environment-variable-invalid", "error", f"s{n}", "f", remedy=Remedy((("LD_LIBRARY_PATH", f"/{n}"),)))
+        for n in "abc"
+    ]
+
+    def rerun(changed: object) -> list[Finding]:
+        verdict = load_test.probe(hanging, "pjrt", changed)  # type: ignore[arg-type]
+        return [Finding("pjrt-library-crashed", "error", str(verdict.crashed), "f")]
+
+    with load_test.one_run():
+        proved = prove(found, settings, rerun)
+    assert loads == [("load_child.py", LIMIT)], loads
+    outcomes = [(f.remedy.checked, f.remedy.outcome) for f in proved if f.remedy is not None]
+    assert outcomes[0][0] is False and "pjrt-library-crashed" in outcomes[0][1], outcomes
+    assert [checked for checked, _ in outcomes[1:]] == [None, None], outcomes
+    assert all("could not check it in time" in outcome for _, outcome in outcomes[1:]), outcomes
+
+
 def test_a_fix_the_doctor_had_no_time_to_check_is_said_unchecked(tmp_path: Path) -> None:
     settings = read_settings({"JAX_ENABLE_X64": "maybe"}, sysroot=tmp_path)
     finding = Finding("environment-variable-invalid", "error", "s", "f", remedy=Remedy((("JAX_ENABLE_X64", None),)))

@@ -271,26 +271,45 @@ NETWORKED = MI300X.but(
 )
 
 
-@pytest.mark.parametrize(
-    ("variable", "value", "severity", "corrected"),
-    [
-        ("XLA_FLAGS", "-\u2013xla_gpu_autotune_level=0", "error", "--xla_gpu_autotune_level=0"),  # jax-ml/jax#13148
-        ("XLA_FLAGS", " ", "error", None),  # taken for a file name
-        ("NCCL_IB_DISABLE", "yes", "warning", "1"),  # read as 0: InfiniBand stays on
-        ("NCCL_P2P_LEVEL", "pxb", "warning", "PXB"),  # matched exactly
-        ("JAX_ENABLE_X64", "", "error", None),  # ValueError at import jax
-        ("ROCBLAS_TENSILE_LIBPATH", "", "error", None),  # the first matmul aborts
-        # From the table generated from the readers' sources (stack_variables_generated.json):
-        ("ROCPROFILER_QUEUE_INTERPOSITION", "", "error", None),  # rocprofiler's empty boolean ends the process
-        ("MIOPEN_DEBUG_CONV_DIRECT", "", "error", None),  # MIOpen throws on every read
-        ("GPU_FORCE_BLIT_COPY_SIZE", "lots", "warning", None),  # HIP's atoi: 0
-        ("HIP_MEM_POOL_SUPPORT", "yes", "warning", "1"),  # HIP's bool: only true or a number
-        ("NCCL_MIN_NCHANNELS", "abc", "warning", None),  # RCCL's strtoll: 0, not its default
-        ("JAX_TRACEBACK_FILTERING", "Auto", "error", "auto"),  # jax's enum: ValueError at import
-        ("NCCL_SOCKET_IFNAME", "ib9", "warning", "eth0"),  # no such interface (an error in a job): the ones here
-        ("NCCL_IB_HCA", "mlx5_0:2", "warning", "mlx5_0"),  # the device has port 1 only: the devices here
-    ],
-)
+# Values misread, from the curated table (stack_variables.json, whose entries win over generated ones).
+CURATED_MISREADS = [
+    ("XLA_FLAGS", "-\u2013xla_gpu_autotune_level=0", "error", "--xla_gpu_autotune_level=0"),  # jax-ml/jax#13148
+    ("XLA_FLAGS", " ", "error", None),  # taken for a file name
+    ("NCCL_IB_DISABLE", "yes", "warning", "1"),  # read as 0: InfiniBand stays on
+    ("NCCL_P2P_LEVEL", "pxb", "warning", "PXB"),  # matched exactly
+    ("JAX_ENABLE_X64", "", "error", None),  # ValueError at import jax
+    ("ROCBLAS_TENSILE_LIBPATH", "", "error", None),  # the first matmul aborts
+    ("ROCPROFILER_QUEUE_INTERPOSITION", "", "error", None),  # rocprofiler's empty boolean ends the process
+    ("NCCL_SOCKET_IFNAME", "ib9", "warning", "eth0"),  # no such interface (an error in a job): the ones here
+    ("NCCL_IB_HCA", "mlx5_0:2", "warning", "mlx5_0"),  # the device has port 1 only: the devices here
+]
+# Values misread, judged only by a rule of the table generated from the readers' sources
+# (stack_variables_generated.json): none of these names is curated (test_generated_rows_are_judged_by_generated_rules).
+GENERATED_MISREADS = [
+    ("ROCPROFILER_LIBRARY_CTOR", "", "error", None),  # rocprofiler's empty boolean ends the process
+    ("MIOPEN_DEBUG_CONV_DIRECT", "", "error", None),  # MIOpen throws on every read
+    ("GPU_FORCE_BLIT_COPY_SIZE", "lots", "warning", None),  # HIP's atoi: 0
+    ("HIP_MEM_POOL_SUPPORT", "yes", "warning", "1"),  # HIP's bool: only true or a number
+    ("NCCL_MIN_NCHANNELS", "abc", "warning", None),  # RCCL's strtoll: 0, not its default
+    ("JAX_TRACEBACK_FILTERING", "Auto", "error", "auto"),  # jax's enum: ValueError at import
+]
+
+
+def test_generated_rows_are_judged_by_generated_rules() -> None:
+    import json
+
+    from jax_rocm7_plugin._policy import stack_variables
+
+    folder = Path(stack_variables.__file__).parent
+    generated = json.loads((folder / "stack_variables_generated.json").read_text(encoding="utf-8"))
+    curated = json.loads((folder / "stack_variables.json").read_text(encoding="utf-8"))
+    curated_names = {v["name"] for v in curated["variables"]}
+    judged = {v["name"] for v in generated["variables"] if v["rule"] != "read"}
+    names = {name for name, *_ in GENERATED_MISREADS}
+    assert names <= judged and not names & curated_names, (names - judged, names & curated_names)
+
+
+@pytest.mark.parametrize(("variable", "value", "severity", "corrected"), CURATED_MISREADS + GENERATED_MISREADS)
 def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was_meant(
     variable: str,
     value: str,
@@ -420,6 +439,27 @@ def test_nodes_owned_by_the_root_group_get_the_render_group_not_the_user_root(
     assert "then add this user to render" not in kfd.fix  # it holds render already
     assert any(line.startswith("root (gid 0): ") for line in kfd.evidence), kfd.evidence
     assert kfd.remedy is None  # a change of the nodes' owner, which the doctor cannot make
+
+
+def test_nodes_no_group_may_open_get_the_mode_amds_rules_give_never_a_wider_one(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Device nodes left owner-only (0600: a udev rule of the site's, a container's dev entry): the fix is the group
+    mode AMD's udev rules give (0660, the render group), held to the access policy like every fix (_diagnose runs
+    the doctor through tests/support/inprocess.py)."""
+    owner_only = MI300X.but(
+        name="MI300X x8, device nodes 0600",
+        uid=1000,
+        groups=(1000, 110),
+        node_gid=110,
+        node_mode=0o600,
+        group_names={"render": 110, "user": 1000},
+    )
+    report = _diagnose(owner_only, tmp_path, build, monkeypatch)
+    kfd = next(f for f in report.findings if f.id == "kfd-permission-denied")
+    assert "mode 600" in kfd.fix and 'MODE="0660"' in kfd.fix and 'GROUP="render"' in kfd.fix, kfd.fix
+    assert "0666" not in kfd.fix and "a+rw" not in kfd.fix, kfd.fix
+    assert kfd.remedy is None  # a change of the nodes' mode, which the doctor cannot make
 
 
 @pytest.mark.parametrize(

@@ -74,10 +74,11 @@ class Host:
     hipblaslt_per_processor: bool = False  # hipBLASLt's files in library/<gfx>/ (TheRock#7976)
     without_files: tuple[str, ...] = ()  # globs under the sysroot removed after building (a library lacking a GPU)
     # Who runs the job, by number (None: this test process, root). Then /proc/self/status says so, /etc/group holds
-    # `group_names`, and the device nodes are owned by `node_gid` with mode 0660, as AMD's udev rules make them.
+    # `group_names`, and the device nodes are owned by `node_gid` with `node_mode` (0660: what AMD's udev rules give).
     uid: int | None = None
     groups: tuple[int, ...] = ()
     node_gid: int = 0
+    node_mode: int = 0o660
     node_uid: int = 0
     group_names: Mapping[str, int] = field(default_factory=dict)
     proc_version: str | None = None  # the running kernel's /proc/version line (None: not written)
@@ -669,7 +670,7 @@ def _identity(root: Path, host: Host) -> None:
     (root / "etc" / "group").write_text("".join(f"{name}:x:{gid}:\n" for name, gid in host.group_names.items()))
     for node in [root / "dev" / "kfd", *(root / "dev" / "dri").glob("renderD*")]:
         os.chown(node, host.node_uid, host.node_gid)
-        node.chmod(0o660)
+        node.chmod(host.node_mode)
 
 
 def _hipblaslt_per_processor(lib_dir: Path, kernels: tuple[str, ...]) -> None:

@@ -105,6 +105,20 @@ def test_what_each_log_says_beyond_the_network() -> None:
     assert roce.devices == ("mlx5_10:1/RoCE", "mlx5_11:1/RoCE")
 
 
+def test_channels_between_hosts_use_gpu_direct_rdma_only_where_every_one_does() -> None:
+    """One channel over plain IB among GDRDMA ones (a GPU whose NIC is not on its PCIe switch): not GPU Direct RDMA
+    for the process, whose slowest channel sets the ring's pace. The lines are those of NCCL issue 707's format."""
+    mixed = [
+        "h:1:2 [0] NCCL INFO Using network IB",
+        "h:1:2 [0] NCCL INFO Channel 00 : 0[c7000] -> 1[c7000] [send] via NET/IB/5/GDRDMA",
+        "h:1:2 [0] NCCL INFO Channel 01 : 0[c7000] -> 1[c7000] [send] via NET/IB/2",
+        "h:1:2 [0] NCCL INFO Channel 02 : 0[c7000] -> 1[c7000] [send] via NET/IB/3/GDRDMA",
+    ]
+    read = parse(mixed)
+    assert read.gdr is False and read.said == "IB (without GPU Direct RDMA)"
+    assert parse([line for line in mixed if "/GDRDMA" in line or "network" in line]).gdr is True
+
+
 def test_lines_it_does_not_know_are_skipped() -> None:
     assert parse(["", "garbage", "NCCL WARN something", "NCCL INFO Channel 00 : without a net"]).network is None
 
