@@ -111,6 +111,16 @@ def under(root: str | os.PathLike[str], path: str) -> str:
     return os.path.join(root, path.lstrip("/"))
 
 
+def real_path(path: str | os.PathLike[str]) -> str:
+    """`path` with its links followed as far as they lead. A link that loops (`/opt/rocm` -> itself) is left where
+    the loop starts, and a name no file can have (a NUL byte read from a damaged file) is returned as it is: both are
+    what the kernel refuses to open, facts about the machine, never an exception that ends a diagnosis."""
+    try:
+        return os.path.realpath(path)  # not strict: a loop or a missing part ends the walk there
+    except ValueError:  # embedded NUL
+        return os.fspath(path)
+
+
 HOSTNAME = "/proc/sys/kernel/hostname"
 MAX_HOSTNAME_BYTES = 256  # HOST_NAME_MAX is 64; anything far larger is not a host name
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding, Remedy
+from jax_rocm7_plugin._machine import resolved
 from jax_rocm7_plugin._pipeline import used_gpus
 
 if TYPE_CHECKING:
@@ -244,22 +245,22 @@ def _count(names: list[str]) -> str:
 
 def _root_key(install: RocmInstall) -> str:
     """One key per install tree: its first library folder's real path without the lib/... tail."""
-    first = install.library_dirs[0].resolve()
+    first = resolved(install.library_dirs[0])
     return str(first.parent if first.name == "lib" else first)
 
 
 def _install_of(path: Path, installs: Sequence[RocmInstall]) -> RocmInstall | None:
     """The install whose library folders hold `path` (real paths); an install with a version first."""
-    real = path.resolve().parent
-    holding = [i for i in installs if any(real == d.resolve() for d in i.library_dirs)]
+    real = resolved(path).parent
+    holding = [i for i in installs if any(real == resolved(d) for d in i.library_dirs)]
     return next((i for i in holding if i.version), holding[0] if holding else None)
 
 
 def _machine_real(root: Path, entry: str) -> Path:
     from jax_rocm7_plugin._machine import host_path
 
-    return host_path(root, entry).resolve()
+    return resolved(host_path(root, entry))
 
 
 def _within(folder: Path, install: RocmInstall) -> bool:
-    return any(folder == d.resolve() for d in install.library_dirs)
+    return any(folder == resolved(d) for d in install.library_dirs)

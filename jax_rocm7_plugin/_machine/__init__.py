@@ -11,6 +11,14 @@ def host_path(root: Path, absolute: str | os.PathLike[str]) -> Path:
     return root / os.fspath(absolute).lstrip("/")
 
 
+def resolved(path: Path) -> Path:
+    """`path` with its links followed (_safe_io.real_path): a link that loops, or a name with a NUL byte, stays as it
+    is instead of raising, so that a damaged tree is read as damaged."""
+    from jax_rocm7_plugin._safe_io import real_path
+
+    return Path(real_path(path))
+
+
 def unrooted(path: Path, root: Path) -> str:
     """`path` (a file under `root`) as the machine it lies on names it: host_path's inverse. A path outside `root`
     is left as it is."""
@@ -24,6 +32,6 @@ def machine_path(path: Path, root: Path) -> str:
     HIP_DEVICE_LIB_PATH)."""
     text = unrooted(path, root)
     rocm = root / "opt" / "rocm"
-    if rocm.is_symlink() and path.resolve().is_relative_to(rocm.resolve()):
-        text = "/opt/rocm/" + os.path.relpath(path.resolve(), rocm.resolve())
+    if rocm.is_symlink() and resolved(path).is_relative_to(resolved(rocm)):
+        text = "/opt/rocm/" + os.path.relpath(resolved(path), resolved(rocm))
     return text

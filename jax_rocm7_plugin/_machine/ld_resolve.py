@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from jax_rocm7_plugin._binary.elf_header import shared_object_problem
 from jax_rocm7_plugin._binary.process_maps import mapped_objects
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import host_path, resolved
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_text
 
@@ -94,7 +94,8 @@ def _read_conf(root: Path, conf: str, dirs: list[str], depth: int, seen: set[str
     except (OSError, ValueError):
         return
     for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
+        # ldconfig parses each line as a C string: a NUL (a damaged file) ends it there.
+        line = raw.split("\0", 1)[0].split("#", 1)[0].strip()
         if not line or line.startswith("hwcap "):
             continue
         if line.startswith("include ") or line.startswith("include\t"):
@@ -193,7 +194,7 @@ def resolve_opened(
     runpath: list[str] = []
     origin = root
     if opener is not None:
-        origin = opener.resolve().parent
+        origin = resolved(opener).parent
         try:
             facts = read_dynamic(opener, exports=False)
             rpath, runpath = [(entry, origin) for entry in facts.rpath], list(facts.runpath)
@@ -236,7 +237,7 @@ def resolve_dependencies(
     queue: deque[tuple[Path, tuple[tuple[str, Path], ...]]] = deque((obj, ()) for obj in objects)
     while queue and len(seen_paths) < _MAX_OBJECTS:
         path, inherited_rpath = queue.popleft()
-        real = path.resolve()
+        real = resolved(path)
         if real in seen_paths:
             continue
         seen_paths.add(real)
@@ -250,11 +251,11 @@ def resolve_dependencies(
         for name in facts.needed:
             if name in found or name in context.preloaded:
                 continue
-            resolved = _search(context, name, origin, list(rpath_chain), facts.runpath)
-            if resolved is None:
+            target = _search(context, name, origin, list(rpath_chain), facts.runpath)
+            if target is None:
                 missing.append(Missing(name, str(path)))
                 continue
-            found[name] = resolved
-            needed_by.setdefault(str(resolved), str(path))
-            queue.append((resolved, rpath_chain))
+            found[name] = target
+            needed_by.setdefault(str(target), str(path))
+            queue.append((target, rpath_chain))
     return DependencyReport(found, tuple(missing), tuple(unreadable), needed_by)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine import resolved
 from jax_rocm7_plugin._names import LIBRARY_FILE, PJRT_DISTRIBUTION, PJRT_ENTRY_SYMBOL, PJRT_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import PJRT_LIBRARY as LIBRARY_ENV
@@ -54,7 +55,7 @@ def locate_library(
             what = "does not exist" if not path.exists() else "is not a regular file"
             given = _given(named_by, explicit)
             return catalog.pjrt_library_invalid(f"{given} {what}", (given,), named_by=named_by)
-        return _checked(LibraryChoice(path.resolve(), named_by, None), known_good)
+        return _checked(LibraryChoice(resolved(path), named_by, None), known_good)
 
     from_wheel = _from_pjrt_wheel(known_good) if importlib.util.find_spec(PJRT_PACKAGE) is not None else None
     if isinstance(from_wheel, LibraryChoice):

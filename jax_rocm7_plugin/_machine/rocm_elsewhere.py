@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jax_rocm7_plugin._findings import Finding, Remedy
-from jax_rocm7_plugin._machine import host_path, unrooted
+from jax_rocm7_plugin._machine import host_path, resolved, unrooted
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -63,11 +63,11 @@ def search(root: Path, known: Sequence[Path] = ()) -> list[Elsewhere]:
     from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
 
     limits = elsewhere_limits()
-    seen = {p.resolve() for p in known}
+    seen = {resolved(p) for p in known}
     found: list[Elsewhere] = []
 
     def add(item: Elsewhere) -> None:
-        real = host_path(root, item.runtime).resolve() if item.kind != "listed" else Path(item.runtime)
+        real = resolved(host_path(root, item.runtime)) if item.kind != "listed" else Path(item.runtime)
         if real in seen:
             return
         seen.add(real)
@@ -109,7 +109,7 @@ def _tree_version(home: Path, runtime: Path) -> str | None:
     if version is not None:
         return version
     # The real file of the soname link carries the runtime's full version (libamdhip64.so.7.14.60300).
-    real = runtime.resolve().name
+    real = resolved(runtime).name
     match = _VERSION.match(real.removeprefix(HIP_RUNTIME_PREFIX))
     return match.group(0) if match and "." in match.group(0) else None
 
@@ -355,7 +355,7 @@ def owner(root: Path, path: str) -> tuple[str, str] | None:
     from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
 
     limits = elsewhere_limits()
-    wanted = {path, unrooted(host_path(root, path).resolve(), root)}
+    wanted = {path, unrooted(resolved(host_path(root, path)), root)}
     for item in (*_dpkg(root, limits["list_files"], limits["list_bytes"]), *_rpm(root, limits["rpm_packages"])):
         if item.runtime in wanted and item.package is not None:
             system, _, package = item.package.partition(":")

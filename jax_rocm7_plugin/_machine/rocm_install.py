@@ -18,7 +18,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine import host_path, unrooted
+from jax_rocm7_plugin._machine import host_path, resolved, unrooted
 from jax_rocm7_plugin._names import (
     HIP_RUNTIME_PREFIX,
     JAX_EXTRA_REQUIREMENT,
@@ -105,9 +105,9 @@ def find_rocm_installs(root: Path, rocm_path: str | None, loader_dirs: list[str]
     seen: set[str] = set()
 
     def add(install: RocmInstall | None, key: Path) -> None:
-        resolved = str(key.resolve())
-        if install is not None and resolved not in seen:
-            seen.add(resolved)
+        real = str(resolved(key))
+        if install is not None and real not in seen:
+            seen.add(real)
             installs.append(install)
 
     if rocm_path:
@@ -171,9 +171,9 @@ def loaded_install(installs: list[RocmInstall], hip_runtime: Path | None) -> Roc
     """The install whose HIP runtime the library loads: the one holding `hip_runtime` (as the dependency walk
     resolved it), else the first ROCm 7 install in the loader's order of search."""
     if hip_runtime is not None:
-        real = hip_runtime.resolve()
+        real = resolved(hip_runtime)
         for install in installs:
-            if any(p.resolve() == real for p in install.hip_runtimes):
+            if any(resolved(p) == real for p in install.hip_runtimes):
                 return install
     return next((i for i in installs if i.major == ROCM_MAJOR), None)
 

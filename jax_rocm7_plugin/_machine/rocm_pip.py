@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._environment import is_set, read
+from jax_rocm7_plugin._machine import resolved
 from jax_rocm7_plugin._names import HIP_SONAME, PIP_ROCM_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -57,11 +58,11 @@ def pip_rocm_in_use(pip_rocm: PipRocm, rocm_path: str | None, ld_library_path: S
     ROCm the user chose; either pointing at another HIP runtime means a system
     ROCm is in use.
     """
-    if rocm_path and Path(rocm_path).resolve() != pip_rocm.root.resolve():
+    if rocm_path and resolved(Path(rocm_path)) != resolved(pip_rocm.root):
         return False
     for entry in ld_library_path:
         if entry and (Path(entry) / HIP_SONAME).exists():
-            return Path(entry).resolve() == (pip_rocm.root / "lib").resolve()
+            return resolved(Path(entry)) == resolved(pip_rocm.root / "lib")
     return True
 
 

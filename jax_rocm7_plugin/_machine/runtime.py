@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine import machine_path
+from jax_rocm7_plugin._machine import machine_path, resolved
 from jax_rocm7_plugin._machine.ld_resolve import DependencyReport, ld_so_conf_dirs, resolve_dependencies, search_dirs
 from jax_rocm7_plugin._machine.native_modules import lost
 from jax_rocm7_plugin._machine.rocm_install import (
@@ -174,7 +174,7 @@ def rocm_path_findings(rocm_path: str | None, report: DependencyReport, root: Pa
     runtime = report.found.get(HIP_SONAME)
     if not rocm_path or runtime is None:
         return []
-    chosen = (root / rocm_path.lstrip("/")).resolve()
-    if runtime.resolve().is_relative_to(chosen):
+    chosen = resolved(root / rocm_path.lstrip("/"))
+    if resolved(runtime).is_relative_to(chosen):
         return []
     return [catalog.rocm_path_mismatch((f"ROCM_PATH={rocm_path}", f"{HIP_SONAME} resolves to {runtime}"))]
