@@ -93,7 +93,13 @@ def _job_lines() -> Iterator[dict[str, object]]:
             found = compare(lab(hosts, odd))  # type: ignore[arg-type]
             yield {"machine": f"job of {hosts} hosts, {name}", "findings": _all(found)}
     other = (("python", "3.11.7"), ("jax", "0.10.2"), ("jaxlib", "0.10.2"), ("jax-rocm7-plugin", "0.10.1"))
-    degraded = HealthFact(tuple(healthy_gpu(g) for g in range(PER_HOST)), DEGRADED)
+    try:  # a checkout whose records name a fault's GPUs as data
+        from jax_rocm7_plugin._job.record import Fault
+
+        faults: tuple[Any, ...] = tuple(Fault(*fault, (3,)) for fault in DEGRADED)
+    except ImportError:
+        faults = DEGRADED
+    degraded = HealthFact(tuple(healthy_gpu(g) for g in range(PER_HOST)), faults)
     for name, changes in {
         "one process on another version": {3: {"versions": other}},
         "one host with a degraded GPU": {p: {"health": degraded} for p in range(PER_HOST, 2 * PER_HOST)},

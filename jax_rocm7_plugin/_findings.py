@@ -8,7 +8,8 @@ checks the list).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Iterable
+from typing import Any, Literal, get_args
 
 from jax_rocm7_plugin._names import (
     JAX_EXTRA_REQUIREMENT,
@@ -138,6 +139,47 @@ class Remedy(NamedTuple):
         }
 
 
+class GpuRef(NamedTuple):
+    """A GPU a finding concerns: its ordinal on its host (the doctor's `GPU n`: KFD order of physical GPUs), its PCI
+    address where one is known, and its host in a job's findings."""
+
+    ordinal: int | None
+    pci: str | None
+    host: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {k: v for k, v in self._asdict().items() if v is not None}
+
+
+class Concerns(NamedTuple):
+    """What a finding is about, as data (the pages, `--json` and the job's records read these; nothing parses the
+    words): GPUs, the variables and files it names, and for a difference between hosts the attribute that differs,
+    each value it takes and who holds it (the largest group first)."""
+
+    gpus: tuple[GpuRef, ...] = ()
+    variables: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    attribute: str | None = None
+    values: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {}
+        if self.gpus:
+            data["gpus"] = [g.to_json() for g in self.gpus]
+        for name in ("variables", "files"):
+            if getattr(self, name):
+                data[name] = list(getattr(self, name))
+        if self.attribute is not None:
+            data["attribute"] = self.attribute
+            data["values"] = [{"value": value, "held_by": list(holders)} for value, holders in self.values]
+        return data
+
+
+def gpu_refs(gpus: Iterable[Any], host: str | None = None) -> tuple[GpuRef, ...]:
+    """GpuRefs of records that have `ordinal` and `pci` (the health reader's GpuHealth, the job's GpuHealthFact)."""
+    return tuple(GpuRef(g.ordinal, g.pci, host) for g in gpus)
+
+
 class Finding(NamedTuple):
     id: FindingId
     severity: Severity
@@ -146,6 +188,8 @@ class Finding(NamedTuple):
     evidence: tuple[str, ...] = ()
     known_issue: str | None = None  # the known_issues.json entry, for `known-issue` findings
     remedy: Remedy | None = None  # the fix as a change the doctor can check (None: one it cannot make)
+    concerns: Concerns | None = None  # what it is about, as data
+    follows: FindingId | None = None  # the finding it is a consequence of (its cause's fix repairs it too)
 
     @property
     def blocks_rocm(self) -> bool:
@@ -176,6 +220,13 @@ class Finding(NamedTuple):
             del data["remedy"]
         else:
             data["remedy"] = self.remedy.to_json()
+        concerns = self.concerns.to_json() if self.concerns is not None else {}
+        if concerns:
+            data["concerns"] = concerns
+        else:
+            del data["concerns"]
+        if self.follows is None:
+            del data["follows"]
         if self.severity != "info":
             data["fix_check"] = self.fix_check
         return data
@@ -718,10 +769,14 @@ def doctor_internal_error(error: Exception) -> Finding:
     )
 
 
-def node_health(id: FindingId, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
-    """A degraded GPU or host setting of this node (one of HEALTH_IDS; the rules: _machine/health_findings.py)."""
+def node_health(
+    id: FindingId, severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], gpus: Iterable[Any] = ()
+) -> Finding:
+    """A degraded GPU or host setting of this node (one of HEALTH_IDS; the rules: _machine/health_findings.py), with
+    the GPUs it concerns (none: the host's)."""
     assert id in HEALTH_IDS, id
-    return Finding(id, severity, summary, fix, evidence)
+    refs = gpu_refs(gpus)
+    return Finding(id, severity, summary, fix, evidence, concerns=Concerns(gpus=refs) if refs else None)
 
 
 def known_issue(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, get_args
 
-from jax_rocm7_plugin._findings import Severity
+from jax_rocm7_plugin._findings import Concerns, Severity
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -58,6 +58,7 @@ class ClusterFinding(NamedTuple):
     hosts: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     known_issue: str | None = None  # the known_issues.json entry, for cluster-known-issue
+    concerns: Concerns | None = None  # beyond processes and hosts: the GPUs, the attribute that differs and its values
 
     @property
     def is_problem(self) -> bool:
@@ -74,6 +75,7 @@ class ClusterFinding(NamedTuple):
             "hosts": list(self.hosts),
             "evidence": list(self.evidence),
             **({"known_issue": self.known_issue} if self.known_issue is not None else {}),
+            **({"concerns": concerns} if self.concerns is not None and (concerns := self.concerns.to_json()) else {}),
         }
 
 

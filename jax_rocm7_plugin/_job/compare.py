@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jax_rocm7_plugin._environment import read
-from jax_rocm7_plugin._findings import Severity
+from jax_rocm7_plugin._findings import Concerns, GpuRef, Severity
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding, ClusterFindingId
 from jax_rocm7_plugin._job.phrases import describe_groups, hosts_phrase, outside_largest, processes_phrase
@@ -687,28 +687,35 @@ def _visibility(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFi
 def _gpu_degraded(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFinding]:
     """Each host's own health warnings (_machine/health_findings.py), named with the host: one degraded GPU is
     the most common reason a healthy-looking job fails, hangs or runs slowly."""
-    faulty: dict[str, tuple[tuple[str, str], ...]] = {}
+    faulty: dict[str, HealthFact] = {}
     for host, members in hosts.items():
         health = _health_of(records, members)
         if health is not None and health.faults:
-            faulty[host] = health.faults
+            faulty[host] = health
     if not faulty:
         return []
     processes, names = _concerns(records, [p for host in faulty for p in hosts[host]])
-    evidence = tuple(f"{host}: {summary} [{id}]" for host, faults in faulty.items() for id, summary in faults)
-    host, (_, first) = next((h, f[0]) for h, f in faulty.items())
-    more = sum(len(f) for f in faulty.values()) - 1
-    return [
-        catalog.mismatch(
-            "cluster-gpu-degraded",
-            "warning",
-            f"{host}: {first}" + (f"; {more} more fault(s) on {hosts_phrase(names)}" if more else ""),
-            f"drain the host(s) named and run `{DOCTOR_COMMAND}` there: it gives each GPU's fix",
-            processes,
-            names,
-            evidence[:32],
-        )
-    ]
+    evidence = tuple(f"{host}: {f.summary} [{f.id}]" for host, h in faulty.items() for f in h.faults)
+    host, first = next((h, fact.faults[0].summary) for h, fact in faulty.items())
+    more = sum(len(h.faults) for h in faulty.values()) - 1
+    # The GPUs its faults name, each by its host's ordinal and address; a host whose faults name none (a host
+    # setting) concerns the host alone.
+    gpus = tuple(
+        GpuRef(g.ordinal, g.pci, host)
+        for host, h in faulty.items()
+        for g in h.gpus
+        if any(g.ordinal in f.gpus for f in h.faults)
+    )
+    finding = catalog.mismatch(
+        "cluster-gpu-degraded",
+        "warning",
+        f"{host}: {first}" + (f"; {more} more fault(s) on {hosts_phrase(names)}" if more else ""),
+        f"drain the host(s) named and run `{DOCTOR_COMMAND}` there: it gives each GPU's fix",
+        processes,
+        names,
+        evidence[:32],
+    )
+    return [finding._replace(concerns=Concerns(gpus=gpus)) if gpus else finding]
 
 
 def _health_of(records: Records, members: Sequence[int]) -> HealthFact | None:
@@ -716,14 +723,16 @@ def _health_of(records: Records, members: Sequence[int]) -> HealthFact | None:
     return next((records[p].health for p in members if records[p].health is not None), None)
 
 
-# What a host's GPUs are compared by, and how a value reads: (name, the value of one GPU, the fix).
-_LIKE_PEERS: tuple[tuple[str, Callable[[GpuHealthFact], object], str], ...] = (
-    ("partition mode", lambda g: g.modes, "set the host's GPUs to its peers' mode (amd-smi set --compute-partition "
-     "and --memory-partition, as root)"),
-    ("PCIe link", lambda g: g.link, "reseat the narrower GPUs or check their slots and the firmware's PCIe settings"),
-    ("power cap", lambda g: f"{g.power_cap} W" if g.power_cap is not None else None, "set the same power cap "
-     "everywhere (amd-smi set --power-cap, as root), or reset it to the default"),
-    ("performance level", lambda g: g.level, "set every GPU's power_dpm_force_performance_level alike (auto)"),
+# What a host's GPUs are compared by: (name, the GpuHealthFact field, how a value reads, the fix).
+_LIKE_PEERS: tuple[tuple[str, str, Callable[[GpuHealthFact], object], str], ...] = (
+    ("partition mode", "modes", lambda g: g.modes, "set the host's GPUs to its peers' mode (amd-smi set "
+     "--compute-partition and --memory-partition, as root)"),
+    ("PCIe link", "link", lambda g: g.link, "reseat the narrower GPUs or check their slots and the firmware's PCIe "
+     "settings"),
+    ("power cap", "power_cap", lambda g: f"{g.power_cap} W" if g.power_cap is not None else None, "set the same "
+     "power cap everywhere (amd-smi set --power-cap, as root), or reset it to the default"),
+    ("performance level", "level", lambda g: g.level, "set every GPU's power_dpm_force_performance_level alike "
+     "(auto)"),
 )  # fmt: skip
 
 
@@ -747,7 +756,7 @@ def _node_unlike_peers(records: Records, hosts: dict[str, list[int]]) -> list[Cl
 
 def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, HealthFact]) -> list[ClusterFinding]:
     found = []
-    for name, value, fix in _LIKE_PEERS:
+    for name, attribute, value, fix in _LIKE_PEERS:
         described = {
             host: tuple(sorted({str(v) for g in h.gpus if (v := value(g)) is not None})) for host, h in health.items()
         }
@@ -758,22 +767,31 @@ def _unlike(records: Records, hosts: dict[str, list[int]], health: dict[str, Hea
             continue
         text = describe_groups(by_value, _host_of(records), {k: ", ".join(k) for k in by_value})
         # A host whose own warnings already name this (a link narrower than its slot) is not said twice.
-        covered = {h for h, fact in health.items() if _OWN_FAULT.get(name) in {id for id, _ in fact.faults}}
+        covered = {h for h, fact in health.items() if _OWN_FAULT.get(name) in {f.id for f in fact.faults}}
         odd = [p for p in outside_largest(by_value) if records[p].host not in covered]
         if not odd:
             continue
         processes, names = _concerns(records, odd)
-        found.append(
-            catalog.mismatch(
-                "cluster-node-unlike-peers",
-                "warning",
-                f"the {name} of {hosts_phrase(names)} is unlike its peers': {text}",
-                fix,
-                processes,
-                names,
-                tuple(f"{host}: {', '.join(values)}" for host, values in described.items())[:16],
-            )
+        # Each value and the hosts that hold it, the peers' first; the odd hosts' GPUs whose value the peers lack.
+        held = sorted(by_value.items(), key=lambda item: -len(item[1]))
+        values = tuple((", ".join(k), tuple(dict.fromkeys(records[p].host for p in members))) for k, members in held)
+        usual = set(held[0][0])
+        gpus = tuple(
+            GpuRef(g.ordinal, g.pci, host)
+            for host in names
+            for g in health[host].gpus
+            if (v := value(g)) is not None and str(v) not in usual
         )
+        finding = catalog.mismatch(
+            "cluster-node-unlike-peers",
+            "warning",
+            f"the {name} of {hosts_phrase(names)} is unlike its peers': {text}",
+            fix,
+            processes,
+            names,
+            tuple(f"{host}: {', '.join(values)}" for host, values in described.items())[:16],
+        )
+        found.append(finding._replace(concerns=Concerns(gpus=gpus, attribute=attribute, values=values)))
     return found
 
 
@@ -790,10 +808,10 @@ def explained_by_health(
             tied.append(finding)
             continue
         reasons = [
-            f"{host}: {summary} [{id}]"
+            f"{host}: {fault.summary} [{fault.id}]"
             for host in finding.hosts
             if host in hosts and (health := _health_of(records, hosts[host])) is not None
-            for id, summary in health.faults
+            for fault in health.faults
         ]
         reasons += [
             f"{f.summary} [{f.id}]"

@@ -69,11 +69,20 @@ class GpuHealthFact(NamedTuple):
     level: str | None  # the forced performance level
 
 
+class Fault(NamedTuple):
+    """One of the node's own warnings: its id, its summary, and the ordinals of the GPUs it concerns (none: the
+    host's own setting)."""
+
+    id: str
+    summary: str
+    gpus: tuple[int, ...] = ()
+
+
 class HealthFact(NamedTuple):
-    """The node's health: its GPUs, and its own warnings (id, summary), each naming the GPU and its address."""
+    """The node's health: its GPUs, and its own warnings."""
 
     gpus: tuple[GpuHealthFact, ...]
-    faults: tuple[tuple[str, str], ...]
+    faults: tuple[Fault, ...]
 
 
 class TransportFact(NamedTuple):
@@ -146,11 +155,13 @@ class ProcessRecord(NamedTuple):
             "interfaces": [[i.name, i.up, list(i.addresses)] for i in self.interfaces],
             "rdma": {"devices": list(self.rdma_devices), "verbs_nodes": list(self.verbs_nodes)},
             "truncated": list(self.truncated),
-            "health": None
-            if self.health is None
-            else {"gpus": [list(g) for g in self.health.gpus], "faults": [list(f) for f in self.health.faults]},
+            "health": None if self.health is None else _health_json(self.health),
             "transport": None if self.transport is None else _transport_json(self.transport),
         }
+
+
+def _health_json(health: HealthFact) -> dict[str, object]:
+    return {"gpus": [list(g) for g in health.gpus], "faults": [[f.id, f.summary, list(f.gpus)] for f in health.faults]}
 
 
 def from_json(data: Mapping[str, Any]) -> ProcessRecord:
@@ -236,7 +247,11 @@ def _health(data: Any) -> HealthFact | None:
     gpus = tuple(
         GpuHealthFact(int(g[0]), g[1], _optional_int(g[2]), g[3], g[4], _optional_int(g[5]), g[6]) for g in data["gpus"]
     )
-    return HealthFact(gpus, tuple((str(i), str(s)) for i, s in data["faults"]))
+    # A record of a release before the GPUs were named as data carries (id, summary) only.
+    faults = tuple(
+        Fault(str(f[0]), str(f[1]), tuple(int(o) for o in f[2]) if len(f) > 2 else ()) for f in data["faults"]
+    )
+    return HealthFact(gpus, faults)
 
 
 def decode(text: str, shared: dict[str, dict[str, Any]] | None = None) -> ProcessRecord:
@@ -431,7 +446,11 @@ def summarised(node: NodeHealth) -> HealthFact:
         )
         for g in node.gpus
     )
-    faults = tuple((f.id, f.summary) for f in health_findings(node) if f.severity == "warning")
+    faults = tuple(
+        Fault(f.id, f.summary, tuple(g.ordinal for g in f.concerns.gpus if g.ordinal is not None) if f.concerns else ())
+        for f in health_findings(node)
+        if f.severity == "warning"
+    )
     return HealthFact(gpus, faults)
 
 

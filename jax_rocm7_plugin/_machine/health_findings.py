@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from statistics import median
 
-from jax_rocm7_plugin._findings import Finding, node_health
+from jax_rocm7_plugin._findings import Concerns, Finding, gpu_refs, node_health
 from jax_rocm7_plugin._machine.gpu_health import GpuHealth, NodeHealth
 from jax_rocm7_plugin._policy import node_health as policy
 
@@ -28,10 +28,8 @@ _DRAIN = "drain this node (take it out of the scheduler) and "
 def health_findings(node: NodeHealth) -> list[Finding]:
     found: list[Finding] = []
     for gpu in node.gpus:
-        found.extend(_errors(gpu))
-        found.extend(_bad_pages(gpu, node.bad_page_parameter))
-        found.extend(_link(gpu))
-        found.extend(_power(gpu))
+        own = [*_errors(gpu), *_bad_pages(gpu, node.bad_page_parameter), *_link(gpu), *_power(gpu)]
+        found.extend(_about((gpu,), own))
     found.extend(_correctable_outliers(node.gpus))
     found.extend(_xgmi(node.gpus))
     found.extend(_partitions(node.gpus))
@@ -47,57 +45,67 @@ def rising(before: NodeHealth, after: NodeHealth, seconds: float) -> list[Findin
     limit = policy.threshold("replays_per_minute")
     for gpu in after.gpus:
         old = earlier.get(gpu.pci)
-        if old is None:
-            continue
-        if gpu.replays is not None and old.replays is not None and gpu.replays > old.replays:
-            per_minute = (gpu.replays - old.replays) * 60 / max(seconds, 1e-3)
-            if per_minute > limit and gpu.replays - old.replays > limit:  # a short window: a rate and a count
-                found.append(
-                    node_health(
-                        "pcie-replays-rising",
-                        "warning",
-                        f"{gpu.where()}: its PCIe link replayed {gpu.replays - old.replays} packets in {seconds:.0f} s "
-                        f"({per_minute:.0f} a minute, over the {limit:g} a minute DCGM warns at): the link is noisy",
-                        f"{_DRAIN}reseat the GPU or check its slot, riser and cables; then reboot",
-                        (f"{gpu.device_path('pcie_replay_count')}: {old.replays} then {gpu.replays}",),
-                    )
-                )
-        if gpu.ras_inaccessible and not old.ras_inaccessible:
-            found.append(
-                node_health(
-                    "gpu-ras-inaccessible",
-                    "warning",
-                    f"{gpu.where()}: its error counters became unreadable in the last {seconds:.0f} s, as during a "
-                    "GPU reset",
-                    "look for amdgpu reset errors in `dmesg`; " + _DRAIN + _RESET.format(ordinal=gpu.ordinal),
-                    tuple(f"{path}: Query currently inaccessible" for path in gpu.ras_inaccessible),
-                )
-            )
-        corrected = gpu.correctable - old.correctable
-        if old.ras and corrected >= policy.threshold("correctable_outlier_min"):
-            found.append(
-                node_health(
-                    "gpu-correctable-errors",
-                    "warning",
-                    f"{gpu.where()} corrected {corrected} errors in {seconds:.0f} s: corrected errors that climb "
-                    "often turn into uncorrectable ones",
-                    "watch it (amd-smi metric --ecc); plan to drain the node and have the GPU checked",
-                    tuple(f"{b.path}: ce {b.ce}" for b in gpu.ras if b.ce),
-                )
-            )
-        if gpu.uncorrectable > old.uncorrectable:
-            blocks = ", ".join(f"{b.name} +{b.ue - _ue(old, b.name)}" for b in gpu.ras if b.ue > _ue(old, b.name))
-            found.append(
-                node_health(
-                    "gpu-uncorrectable-errors",
-                    "warning",
-                    f"{gpu.where()} had {gpu.uncorrectable - old.uncorrectable} new uncorrectable error(s) in "
-                    f"{seconds:.0f} s ({blocks})",
-                    _DRAIN + _RESET.format(ordinal=gpu.ordinal),
-                    tuple(f"{b.path}: ue {_ue(old, b.name)} then {b.ue}" for b in gpu.ras if b.ue > _ue(old, b.name)),
-                )
-            )
+        if old is not None:
+            found.extend(_about((gpu,), _risen(old, gpu, seconds, limit)))
     return found
+
+
+def _risen(old: GpuHealth, gpu: GpuHealth, seconds: float, limit: float) -> list[Finding]:
+    found: list[Finding] = []
+    if gpu.replays is not None and old.replays is not None and gpu.replays > old.replays:
+        per_minute = (gpu.replays - old.replays) * 60 / max(seconds, 1e-3)
+        if per_minute > limit and gpu.replays - old.replays > limit:  # a short window: a rate and a count
+            found.append(
+                node_health(
+                    "pcie-replays-rising",
+                    "warning",
+                    f"{gpu.where()}: its PCIe link replayed {gpu.replays - old.replays} packets in {seconds:.0f} s "
+                    f"({per_minute:.0f} a minute, over the {limit:g} a minute DCGM warns at): the link is noisy",
+                    f"{_DRAIN}reseat the GPU or check its slot, riser and cables; then reboot",
+                    (f"{gpu.device_path('pcie_replay_count')}: {old.replays} then {gpu.replays}",),
+                )
+            )
+    if gpu.ras_inaccessible and not old.ras_inaccessible:
+        found.append(
+            node_health(
+                "gpu-ras-inaccessible",
+                "warning",
+                f"{gpu.where()}: its error counters became unreadable in the last {seconds:.0f} s, as during a "
+                "GPU reset",
+                "look for amdgpu reset errors in `dmesg`; " + _DRAIN + _RESET.format(ordinal=gpu.ordinal),
+                tuple(f"{path}: Query currently inaccessible" for path in gpu.ras_inaccessible),
+            )
+        )
+    corrected = gpu.correctable - old.correctable
+    if old.ras and corrected >= policy.threshold("correctable_outlier_min"):
+        found.append(
+            node_health(
+                "gpu-correctable-errors",
+                "warning",
+                f"{gpu.where()} corrected {corrected} errors in {seconds:.0f} s: corrected errors that climb "
+                "often turn into uncorrectable ones",
+                "watch it (amd-smi metric --ecc); plan to drain the node and have the GPU checked",
+                tuple(f"{b.path}: ce {b.ce}" for b in gpu.ras if b.ce),
+            )
+        )
+    if gpu.uncorrectable > old.uncorrectable:
+        blocks = ", ".join(f"{b.name} +{b.ue - _ue(old, b.name)}" for b in gpu.ras if b.ue > _ue(old, b.name))
+        found.append(
+            node_health(
+                "gpu-uncorrectable-errors",
+                "warning",
+                f"{gpu.where()} had {gpu.uncorrectable - old.uncorrectable} new uncorrectable error(s) in "
+                f"{seconds:.0f} s ({blocks})",
+                _DRAIN + _RESET.format(ordinal=gpu.ordinal),
+                tuple(f"{b.path}: ue {_ue(old, b.name)} then {b.ue}" for b in gpu.ras if b.ue > _ue(old, b.name)),
+            )
+        )
+    return found
+
+
+def _about(gpus: tuple[GpuHealth, ...], found: list[Finding]) -> list[Finding]:
+    """`found` (the findings of these GPUs' own state) saying, as data, that they concern them."""
+    return [f._replace(concerns=Concerns(gpus=gpu_refs(gpus))) for f in found]
 
 
 def _ue(gpu: GpuHealth, block: str) -> int:
@@ -275,6 +283,7 @@ def _correctable_outliers(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
                     "watch it (`doctor` again later, or amd-smi metric --ecc); plan to drain the node and have the "
                     "GPU checked",
                     tuple(f"{b.path}: ce {b.ce}" for b in gpu.ras if b.ce),
+                    (gpu,),
                 )
             )
     return found
@@ -301,6 +310,7 @@ def _xgmi(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
                             f"hive id {gpu.hive or 'none'} (its peers: {main or 'none'})",
                             f"KFD gives it XGMI links to {len(gpu.xgmi_peers)} of its {peers} peers",
                         ),
+                        (gpu,),
                     )
                 )
     for hive in hives:
@@ -319,6 +329,7 @@ def _xgmi(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
                         "traffic goes over PCIe",
                         f"{_DRAIN}power-cycle it; if the link stays down, the GPU or baseboard needs service",
                         (f"KFD io_links/p2p_links of type 11 (XGMI) reach GPUs {list(gpu.xgmi_peers)}",),
+                        (gpu,),
                     )
                 )
     return found
@@ -344,6 +355,7 @@ def _partitions(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
                 f"set every GPU of the host to one mode, as root: amd-smi set --compute-partition {usual[0]} "
                 f"--memory-partition {usual[1]}",
                 (f"{gpu.device_path('current_compute_partition')}: {gpu.compute_partition}",),
+                (gpu,),
             )
             for gpu in moded
             if (gpu.compute_partition, gpu.memory_partition) != usual
@@ -363,6 +375,7 @@ def _partitions(gpus: tuple[GpuHealth, ...]) -> list[Finding]:
             "nothing if it was set on purpose; for one device per GPU, as root: amd-smi set --compute-partition "
             "SPX --memory-partition NPS1",
             tuple(f"{g.where()}: {g.compute_partition}/{g.memory_partition}" for g in moded),
+            moded,
         )
     ]
 

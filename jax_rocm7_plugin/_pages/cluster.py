@@ -3,15 +3,14 @@ GPU of every host, coloured by the worst finding that concerns it, the odd ones 
 --deep, the collectives (bus bandwidth against size, the host and pair steps, each process's local work).
 
 Drawn from process 0's report (its JSON) and the records the processes published (`_job/record.py`'s
-ProcessRecord, read by attribute): which GPU a finding concerns is read from what the finding names (processes,
-hosts, a GPU's PCI address in its host's faults, the value that is unlike its peers'), never decided again.
+ProcessRecord, read by attribute): which GPU a finding concerns is what the finding says as data (its `concerns`:
+GPUs by host and PCI address; else its processes, else its hosts), never decided again and never read from words.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -24,13 +23,6 @@ FOLD_HOSTS = 128
 GRID_WIDTH = 1220  # fits a 1280 px window with the page's margins
 CELL = 14
 TABLE_OPEN_ROWS = 64  # a longer table starts folded
-# What a host's GPUs are compared by in cluster-node-unlike-peers (_job/compare.py's _LIKE_PEERS names).
-_PEER_ATTRIBUTES = {
-    "partition mode": "modes",
-    "PCIe link": "link",
-    "power cap": "power_cap",
-    "performance level": "level",
-}
 
 
 class Cell(NamedTuple):
@@ -139,37 +131,29 @@ def _first_id(record: Any) -> str:
 def _concerned(
     finding: Mapping[str, Any], gpus: list[dict[str, Any]], records: Mapping[int, Any]
 ) -> list[tuple[str, int]]:
-    """The (host, GPU ordinal) cells a finding concerns."""
-    named_hosts = {str(h) for h in finding.get("hosts", ())}
-    of_hosts = [g for g in gpus if g["host"] in named_hosts]
-    kind = finding.get("id")
-    if kind == "cluster-gpu-degraded":
-        # Its evidence names each fault as "<host>: <summary naming the GPU and its PCI address> [<id>]".
-        evidence = [str(line) for line in finding.get("evidence", ())]
-        named = [
-            g
-            for g in of_hosts
-            if g["pci"] and any(line.startswith(f"{g['host']}: ") and g["pci"] in line for line in evidence)
-        ]
-        return [(g["host"], g["ordinal"]) for g in (named or of_hosts)]
-    if kind == "cluster-node-unlike-peers":
-        summary = str(finding.get("summary", ""))
-        attribute = next((a for name, a in _PEER_ATTRIBUTES.items() if summary.startswith(f"the {name} of ")), None)
-        if attribute is not None:
-            usual = Counter(g[attribute] for g in gpus if g["host"] not in named_hosts and g[attribute] is not None)
-            if usual:
-                common = usual.most_common(1)[0][0]
-                odd = [g for g in of_hosts if g[attribute] is not None and g[attribute] != common]
-                if odd:
-                    return [(g["host"], g["ordinal"]) for g in odd]
-        return [(g["host"], g["ordinal"]) for g in of_hosts]
+    """The (host, GPU ordinal) cells a finding concerns, as it says: its GPUs (`concerns.gpus`, each by host and PCI
+    address, else ordinal), else its processes' GPUs, else its hosts' GPUs."""
+    refs = (finding.get("concerns") or {}).get("gpus", ())
+    if refs:
+        return [(g["host"], g["ordinal"]) for g in gpus if any(_is(g, ref) for ref in refs)]
     processes = {int(p) for p in finding.get("processes", ()) if int(p) in records}
     if processes:
         cells = [(g["host"], g["ordinal"]) for g in gpus if set(g["processes"]) & processes]
         # A process that uses no GPU known (none visible, bad ids): its whole host.
         unplaced = {records[p].host for p in processes} - {h for h, _ in cells}
         return cells + [(g["host"], g["ordinal"]) for g in gpus if g["host"] in unplaced]
-    return [(g["host"], g["ordinal"]) for g in of_hosts]
+    named_hosts = {str(h) for h in finding.get("hosts", ())}
+    return [(g["host"], g["ordinal"]) for g in gpus if g["host"] in named_hosts]
+
+
+def _is(gpu: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
+    """Whether a finding's GpuRef (its JSON) is this cell's GPU: the same host, and the same PCI address (else
+    ordinal)."""
+    if ref.get("host") != gpu["host"]:
+        return False
+    if ref.get("pci") is not None and gpu["pci"] is not None:
+        return bool(ref["pci"] == gpu["pci"])
+    return ref.get("ordinal") == gpu["ordinal"]
 
 
 # --- the grid ------------------------------------------------------------------------------------------------

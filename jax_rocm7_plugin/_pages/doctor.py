@@ -31,19 +31,26 @@ LINK_DEGRADED = "pcie-link-degraded"  # the node-health finding whose GPU's PCIe
 
 
 def marks(report: Mapping[str, Any], health: Any) -> list[GpuMark]:
-    """Each GPU with the findings that name it by its PCI address (the node-health findings name each GPU so: a
-    link below what both ends can do, a GPU out of its hive, a cap below its default, ...). The page decides
-    nothing of its own."""
+    """Each GPU with the findings that concern it (their `concerns.gpus`, by PCI address, else by ordinal: a link
+    below what both ends can do, a GPU out of its hive, a cap below its default, ...). The page decides nothing of
+    its own, and reads no finding's words."""
     found = []
     for gpu in list(health.gpus) if health is not None else []:
         named = [
             f
             for f in report.get("findings", ())
-            if gpu.pci and gpu.pci in f"{f.get('summary', '')} {' '.join(map(str, f.get('evidence', ())))}"
+            if any(_is(gpu, ref) for ref in (f.get("concerns") or {}).get("gpus", ()))
         ]
         severity = html.worst(str(f.get("severity")) for f in named) if named else "ok"
         found.append(GpuMark(gpu.ordinal, tuple(dict.fromkeys(str(f.get("id")) for f in named)), severity))
     return found
+
+
+def _is(gpu: Any, ref: Mapping[str, Any]) -> bool:
+    """Whether a finding's GpuRef (its JSON) is this GPU of the node's health."""
+    if ref.get("pci") is not None and gpu.pci is not None:
+        return bool(ref["pci"] == gpu.pci)
+    return ref.get("ordinal") == gpu.ordinal
 
 
 def _link_text(link: Any, degraded: bool) -> str:

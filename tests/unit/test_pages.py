@@ -9,8 +9,9 @@ import pytest
 
 from jax_rocm7_plugin._cluster.report import ClusterReport
 from jax_rocm7_plugin._job.compare import compare
+from jax_rocm7_plugin._job.record import Fault
 from jax_rocm7_plugin._pages import cluster, doctor, html, output
-from tests.support.records import lab, record
+from tests.support.records import PER_HOST, lab, record
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 
@@ -40,6 +41,38 @@ def test_the_odd_gpu_is_the_one_marked_and_the_healthy_job_marks_none() -> None:
     page = _page(lab(8, {(5, 6): {"power_cap": 500}}))
     assert re.findall(r'class="cell" data-host="([^"]+)" data-gpu="(\d+)" data-severity="\w+" data-marked="true"',
                       page) == [("gpu-5", "6")]  # fmt: skip
+
+
+def test_a_degraded_gpu_marks_itself_not_its_whole_host() -> None:
+    """cluster-gpu-degraded says which GPUs its faults concern (by host and address): those, and only those, are
+    marked; a host setting (a fault naming no GPU) marks its whole host."""
+    records = lab(2)
+    fault = Fault("pcie-link-degraded", "GPU 3 (gfx942 at 0000:03:00.0): its PCIe link trained at 16 GT/s x8", (3,))
+    for p in range(PER_HOST, 2 * PER_HOST):
+        health = records[p].health
+        assert health is not None
+        records[p] = records[p]._replace(health=health._replace(faults=(fault,)))
+    (finding,) = [f for f in compare(records) if f.id == "cluster-gpu-degraded"]
+    assert finding.concerns is not None and [(g.host, g.pci) for g in finding.concerns.gpus] == [
+        ("gpu-1", "0000:03:00.0")
+    ]
+    marked = re.findall(r'class="cell" data-host="([^"]+)" data-gpu="(\d+)" data-severity="\w+" data-marked="true"',
+                        _page(records))  # fmt: skip
+    assert marked == [("gpu-1", "3")]
+    host_setting = Fault("host-memlock-limited", "the locked-memory limit is 65536 bytes", ())
+    for p in range(PER_HOST, 2 * PER_HOST):
+        records[p] = records[p]._replace(health=records[p].health._replace(faults=(host_setting,)))  # type: ignore[union-attr]
+    marked = re.findall(r'data-host="([^"]+)" data-gpu="(\d+)" data-severity="\w+" data-marked="true"', _page(records))
+    assert marked == [("gpu-1", str(g)) for g in range(PER_HOST)]
+
+
+def test_a_node_unlike_its_peers_says_the_attribute_each_value_and_who_holds_it() -> None:
+    (finding,) = compare(lab(4, {(2, 6): {"power_cap": 500}}))
+    assert finding.id == "cluster-node-unlike-peers" and finding.concerns is not None
+    assert finding.concerns.attribute == "power_cap"
+    assert finding.concerns.values == (("750 W", ("gpu-0", "gpu-1", "gpu-3")), ("500 W, 750 W", ("gpu-2",)))
+    assert [(g.host, g.ordinal) for g in finding.concerns.gpus] == [("gpu-2", 6)]
+    assert finding.to_json()["concerns"]["values"][1] == {"value": "500 W, 750 W", "held_by": ["gpu-2"]}  # type: ignore[index]
 
 
 def test_a_process_that_is_not_ok_marks_its_own_gpu() -> None:
@@ -101,7 +134,56 @@ def test_the_doctor_s_topology_marks_only_what_the_findings_name() -> None:
     narrow = Link("/sys/x", 16.0, 8, 32.0, 16, 32.0, 16, False)
     gpus = tuple(GpuHealth(n, f"0000:0{n}:00.0", (n,), "gfx942", None, None, link=narrow) for n in range(2))
     health = type("Health", (), {"gpus": gpus})()
-    finding = {"id": "pcie-link-degraded", "severity": "warning", "summary": "GPU 1 (gfx942 at 0000:01:00.0): x8"}
+    finding = {
+        "id": "pcie-link-degraded",
+        "severity": "warning",
+        "summary": "GPU 1 (gfx942 at 0000:01:00.0): x8",
+        "concerns": {"gpus": [{"ordinal": 1, "pci": "0000:01:00.0"}]},
+    }
     page = doctor.render({"ok": True, "findings": [finding]}, "ROCm backend: available", health, {})
     assert re.findall(r'data-gpu="(\d)" data-pci="[^"]*" data-marked="true"', page) == ["1"]
     assert [m.link_degraded for m in doctor.marks({"findings": [finding]}, health)] == [False, True]
+    # What it concerns is data: words that name GPU 0's address mark nothing.
+    worded = {"id": "known-issue", "severity": "warning", "summary": "seen on 0000:00:00.0", "evidence": ["0000:00"]}
+    assert [m.why for m in doctor.marks({"findings": [worded]}, health)] == [(), ()]
+
+
+def test_each_step_of_the_trace_carries_its_own_groups_bandwidth_and_failed_steps_stay() -> None:
+    """Four processes, a job-wide all-reduce, one all-reduce per pair of hosts (each pair its own figure), and an
+    all-gather that failed in process 3: every slice carries the figure of its own (op, size, group), algbw and busbw
+    apart (4 ranks: busbw = algbw x 3/2), and the failed step is a slice with its error."""
+    from jax_rocm7_plugin._pages import trace
+
+    def outcome(began: float, group: str | None = None, ok: bool = True) -> dict[str, object]:
+        done: dict[str, object] = {"ok": ok, "seconds": 0.5, "began": began, "ended": began + 0.5}
+        if group is not None:
+            done["group"] = group
+        if not ok:
+            done["error"] = "DEADLINE_EXCEEDED: the step's deadline passed"
+        return done
+
+    pairs = {0: "pair:a,b", 1: "pair:a,b", 2: "pair:c,d", 3: "pair:c,d"}
+    steps = [
+        {"name": "all-reduce 1 MiB", "op": "all-reduce", "bytes": 1 << 20,
+         "outcomes": {str(p): outcome(10.0) for p in range(4)}},
+        {"name": "all-reduce 1 MiB by pair", "op": "all-reduce", "bytes": 1 << 20,
+         "outcomes": {str(p): outcome(11.0, pairs[p]) for p in range(4)}},
+        {"name": "all-gather 8 B", "op": "all-gather", "bytes": 8,
+         "outcomes": {str(p): outcome(12.0, ok=p != 3) for p in range(4)}},
+    ]  # fmt: skip
+    figures = [
+        {"op": "all-reduce", "bytes": 1 << 20, "group": "job", "algbw_gbps": 4.0, "busbw_gbps": 6.0},
+        {"op": "all-reduce", "bytes": 1 << 20, "group": "pair:a,b", "algbw_gbps": 2.0, "busbw_gbps": 2.0},
+        {"op": "all-reduce", "bytes": 1 << 20, "group": "pair:c,d", "algbw_gbps": 7.0, "busbw_gbps": 7.0},
+        {"op": "all-gather", "bytes": 8, "group": "job", "algbw_gbps": 0.2, "busbw_gbps": 0.15},
+    ]
+    events = trace.trace_events(steps, figures, {p: "ab"[p // 2] for p in range(4)})["traceEvents"]
+    slices = {(e["pid"], e["name"]): e["args"] for e in events if e["ph"] == "X" and e["cat"] != "run"}
+    assert len(slices) == 12  # every step of every process, the failed one too
+    for p in range(4):
+        assert (slices[(p, "all-reduce 1 MiB")]["algbw_gbps"], slices[(p, "all-reduce 1 MiB")]["busbw_gbps"]) == (4, 6)
+        own = slices[(p, "all-reduce 1 MiB by pair")]
+        assert own["group"] == pairs[p] and own["busbw_gbps"] == (2.0 if p < 2 else 7.0), (p, own)
+    failed = slices[(3, "all-gather 8 B")]
+    assert failed["ok"] is False and failed["error"].startswith("DEADLINE_EXCEEDED"), failed
+    assert slices[(0, "all-gather 8 B")]["busbw_gbps"] == 0.15
