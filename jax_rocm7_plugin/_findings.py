@@ -8,7 +8,7 @@ checks the list).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from jax_rocm7_plugin._names import (
@@ -108,6 +108,26 @@ PIP_FAMILY = "<gpu-family>"
 PIP_ROCM_INDEX = f"https://repo.amd.com/rocm/whl/{PIP_FAMILY}/"
 _PIP_ROCM = f'--extra-index-url {PIP_ROCM_INDEX} "{PLUGIN_DISTRIBUTION}[with-rocm]"'
 _RUN_DOCTOR = f"`python -m {PLUGIN_PACKAGE} doctor`"
+
+
+# Findings that follow from another one when both are present: its fix repairs them too, so the text, the JSON
+# (`follows`) and the page fold them under it. No ROCm 7 at all: every ROCm library the PJRT library and the
+# extension modules need is missing for that one reason.
+FOLLOWS: dict[str, tuple[str, ...]] = {
+    "rocm-not-found": ("library-dependency-missing", "extension-module-unavailable"),
+    "rocm-major-mismatch": ("library-dependency-missing", "extension-module-unavailable"),
+}
+
+
+def with_causes(found: Sequence[Finding]) -> list[Finding]:
+    """`found`, each finding that follows from another present one (FOLLOWS) saying which (`follows`)."""
+    present = {f.id for f in found}
+    causes = [cause for cause in FOLLOWS if cause in present]
+    result = []
+    for finding in found:
+        cause = next((c for c in causes if finding.id in FOLLOWS[c]), None)
+        result.append(finding._replace(follows=cause) if cause is not None and finding.follows is None else finding)
+    return result
 
 
 class Remedy(NamedTuple):

@@ -1,5 +1,6 @@
-"""The doctor's report as text: the verdict, then the findings (the first error first, findings that
-share a cause and a fix as one entry listing what they concern), then the facts.
+"""The doctor's report as text: the verdict, then the findings (the first error first, findings that share a
+cause and a fix as one entry listing what they concern, findings that follow from another folded under it), then
+the facts.
 
 Kept to one screen where nothing can work: evidence is cut to a few lines per entry, and extension
 module details are shown only where they can matter (a usable GPU) unless `verbose`.
@@ -12,15 +13,9 @@ from pathlib import Path
 
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._pages.html import folded_phrase
 
 EVIDENCE_LINES = 3  # per entry, unless verbose
-# Findings that follow from one cause and add nothing to its fix: without --verbose they fold into the cause's
-# entry as one line (--json keeps every finding). No ROCm 7 at all: every ROCm library the PJRT library and
-# the extension modules need is missing for that one reason.
-CONSEQUENCES: dict[str, tuple[str, ...]] = {
-    "rocm-not-found": ("library-dependency-missing", "extension-module-unavailable"),
-    "rocm-major-mismatch": ("library-dependency-missing", "extension-module-unavailable"),
-}
 
 
 def group_findings(findings: Iterable[Finding]) -> list[list[Finding]]:
@@ -32,28 +27,25 @@ def group_findings(findings: Iterable[Finding]) -> list[list[Finding]]:
 
 
 def fold(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
-    """The findings to show, and per cause the consequences folded into it (CONSEQUENCES)."""
+    """The findings to show, and per cause the findings that follow from it (`Finding.follows`, present): without
+    --verbose they fold into the cause's entry as one line (--json keeps every finding, each saying what it follows
+    from)."""
     found = list(findings)
     present = {f.id for f in found}
-    causes = {c: CONSEQUENCES[c] for c in present if c in CONSEQUENCES}
     folded: dict[str, list[Finding]] = {}
     shown = []
     for finding in found:
-        cause = next((c for c, follows in causes.items() if finding.id in follows), None)
-        if cause is None:
-            shown.append(finding)
+        if finding.follows is not None and finding.follows in present:
+            folded.setdefault(finding.follows, []).append(finding)
         else:
-            folded.setdefault(cause, []).append(finding)
+            shown.append(finding)
     return shown, folded
 
 
 def _folded_line(folded: list[Finding], report: Report) -> str:
     missing = report.library.missing_dependencies if report.library is not None else None
-    libraries = len(missing or ()) if any(f.id == "library-dependency-missing" for f in folded) else 0
-    modules = sum(1 for f in folded if f.id == "extension-module-unavailable")
-    parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
-    parts += [f"{modules} extension module(s) jax imports"] if modules else []
-    return f"      also missing for this reason: {' and '.join(parts)} (--verbose lists them)"
+    phrase = folded_phrase([f.id for f in folded], len(missing or ()))
+    return f"      also missing for this reason: {phrase} (--verbose lists them)"
 
 
 def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:

@@ -177,7 +177,8 @@ def render(report: Mapping[str, Any], headline: str, health: Any, numa: Mapping[
     if level == "ok" and warned:
         level = "warning"
     body = ["<h1>ROCm doctor</h1>", html.verdict(level, headline, f"sysroot {report.get('sysroot', '/')}")]
-    body.append(html.findings(list(report.get("findings", ()))))
+    missing = (report.get("library") or {}).get("missing_dependencies") or ()
+    body.append(html.findings(list(report.get("findings", ())), missing_libraries=len(missing)))
     if health is not None and health.gpus:
         gpu_marks = marks(report, health)
         body.append(f"<h2>GPUs: {len(health.gpus)}</h2>")

@@ -117,13 +117,34 @@ def verdict(level: str, text: str, meta: str = "") -> str:
     return line + (f'<p class="meta">{esc(meta)}</p>' if meta else "")
 
 
-def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12) -> str:
+def folded_phrase(consequences: Sequence[str], missing_libraries: int) -> str:
+    """What is folded under a cause, as one phrase, the text report's and the pages' words alike: "11 libraries the
+    PJRT library needs and 8 extension module(s) jax imports" (`consequences`: their ids; `missing_libraries`: how
+    many the library's dependency walk missed)."""
+    libraries = missing_libraries if "library-dependency-missing" in consequences else 0
+    modules = sum(1 for c in consequences if c == "extension-module-unavailable")
+    parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
+    parts += [f"{modules} extension module(s) jax imports"] if modules else []
+    others = len([c for c in consequences if c not in ("library-dependency-missing", "extension-module-unavailable")])
+    parts += [f"{others} other finding(s)"] if others else []
+    return " and ".join(parts)
+
+
+def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12, missing_libraries: int = 0) -> str:
     """The findings (as their commands' JSON gives them), each with its fix and, where the doctor says, whether
-    the fix was checked; evidence folded."""
+    the fix was checked; evidence folded. A finding that follows from another one listed (`follows`) is folded into
+    its cause's entry, as the text report folds it (`missing_libraries`: how many the library's walk missed)."""
     if not items:
         return '<h2>Findings</h2><p id="findings">None.</p>'
+    present = {str(item.get("id")) for item in items}
+    folded: dict[str, list[str]] = {}
+    for item in items:
+        if item.get("follows") in present:
+            folded.setdefault(str(item["follows"]), []).append(str(item.get("id")))
     rows = []
     for item in items:
+        if item.get("follows") in present:
+            continue
         severity = str(item.get("severity", "unknown"))
         parts = [
             f'<li class="finding {esc(severity)}" data-id="{esc(item.get("id", ""))}">',
@@ -140,6 +161,10 @@ def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12) ->
         ]
         if concerns:
             parts.append(f'<div class="fix"><b>Concerns:</b> {esc(", ".join(concerns))}</div>')
+        consequences = folded.pop(str(item.get("id")), None)  # under the first entry of its cause
+        if consequences:
+            phrase = folded_phrase(consequences, missing_libraries)
+            parts.append(f'<div class="fix folded"><b>Also missing for this reason:</b> {esc(phrase)}</div>')
         evidence = list(item.get("evidence", ()))
         if evidence:
             shown = "".join(f"<li>{esc(line)}</li>" for line in evidence[:limit_evidence])

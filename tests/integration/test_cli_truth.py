@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jax_rocm7_plugin._doctor.diagnose import _merge_same_ids
+from jax_rocm7_plugin._doctor.rules import _merge_same_ids
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.rocm_install import RocmInstall, rocm_findings
 from tests.support.docs import example_block

@@ -363,7 +363,7 @@ def test_a_first_jit_that_ran_withdraws_what_it_disproves() -> None:
     """--deep's first jit ran: 'the start hangs' (gfx950's known issue) and 'no bitcode' were predictions, and the
     report rewords them as what was seen instead of contradicting itself."""
     from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._doctor.diagnose import withdrawn_by_first_jit
+    from jax_rocm7_plugin._doctor.rules import withdrawn_by_first_jit
 
     hang = catalog.known_issue("gfx950-init-hang-comgr-namespace", "warning", "a hang (src)", "set it", ("GPU gfx950",))
     seen = withdrawn_by_first_jit(hang)

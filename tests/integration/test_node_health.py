@@ -339,8 +339,8 @@ def test_deep_reads_the_counters_again_after_its_probes(
 ) -> None:
     """`doctor --deep`: what rose while its probes ran is named. The probes here stand in for the runtime's (a GPU
     that counts an uncorrectable error meanwhile); the reads before and after are the doctor's own."""
-    from jax_rocm7_plugin._doctor import diagnose as doctor_module
     from jax_rocm7_plugin._doctor import first_jit
+    from jax_rocm7_plugin._doctor import rules as doctor_rules
 
     host = Host("MI300X x8 with its health files", (), node=MI300X_NODE)
     release, rocm = released_pairs()[-1]
@@ -352,7 +352,7 @@ def test_deep_reads_the_counters_again_after_its_probes(
             counters.write_text("ue: 1\nce: 0\nde: 0\n")  # stand-in: the GPU faults while the runtime is up
             return None, []
 
-        inner.setattr(doctor_module, "_deep", probes_meanwhile)
+        inner.setattr(doctor_rules, "_deep", probes_meanwhile)
         # Stand-in: the first jit is tested with jax elsewhere (test_first_jit.py); here it only has to end.
         inner.setattr(first_jit, "run_first_jit", lambda environ: first_jit.FirstJit(True, {}))
         with released_pair(release, inner):
