@@ -187,3 +187,31 @@ def test_each_step_of_the_trace_carries_its_own_groups_bandwidth_and_failed_step
     failed = slices[(3, "all-gather 8 B")]
     assert failed["ok"] is False and failed["error"].startswith("DEADLINE_EXCEEDED"), failed
     assert slices[(0, "all-gather 8 B")]["busbw_gbps"] == 0.15
+
+
+def test_a_consequence_is_folded_under_its_cause_alike_in_the_text_the_json_and_the_page() -> None:
+    """No ROCm 7: the libraries and extension modules missing for that one reason follow from it (data: `follows`),
+    and the text and the page both show the cause once, with one line for what follows."""
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._doctor.render import render_html, render_text
+    from jax_rocm7_plugin._doctor.report import LibraryEntry, Report
+
+    found = [
+        catalog.Finding("rocm-not-found", "error", "no ROCm 7", "install ROCm 7"),
+        catalog.Finding("library-dependency-missing", "error", "libamdhip64.so.7 missing", "install ROCm 7"),
+        *(
+            catalog.Finding("extension-module-unavailable", "warning", f"_m{n} cannot load", f"fix {n}")
+            for n in range(8)
+        ),
+    ]
+    library = LibraryEntry("/x.so", "wheel", "0.10.2", (), (), (), None, tuple(f"lib{n}.so" for n in range(11)))
+    report = Report(tuple(catalog.with_causes(found)), "/", (), library=library)
+    assert [f.follows for f in report.findings] == [None, *["rocm-not-found"] * 9]
+    data = report.to_json()
+    assert [f.get("follows") for f in data["findings"]] == [None, *["rocm-not-found"] * 9]  # type: ignore[union-attr]
+    text = render_text(report)
+    line = "also missing for this reason: 11 libraries the PJRT library needs and 8 extension module(s) jax imports"
+    assert line in text and "[error] rocm-not-found" in text and "extension-module-unavailable" not in text
+    page = render_html(report)
+    assert re.findall(r'<li class="finding \w+" data-id="([^"]+)"', page) == ["rocm-not-found"]
+    assert "11 libraries the PJRT library needs and 8 extension module(s) jax imports" in page
