@@ -303,8 +303,9 @@ def _cluster(args: argparse.Namespace, parser: _Parser) -> int:
     if (problem := bad_paths(args)) is not None:
         parser.usage_error(problem, path_fix(problem))
     if args.coordinator_address is not None:
-        host, _, port = args.coordinator_address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        from jax_rocm7_plugin._policy.grammar import parse_address
+
+        if parse_address(args.coordinator_address) is None:
             parser.usage_error(
                 f"--coordinator-address {args.coordinator_address!r} is not HOST:PORT with a port from 1 to 65535",
                 "give process 0's host and a free port, e.g. --coordinator-address node-0:1234",

@@ -10,7 +10,6 @@ rank does: the job's time for a step is the largest of the processes' times.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -21,6 +20,7 @@ from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._pages.svg import size_text as size_text  # the tables write sizes as the pages do
+from jax_rocm7_plugin._policy.grammar import parse_size
 from jax_rocm7_plugin._record import NamedTuple
 
 K = TypeVar("K")  # what slow_processes ranks: process ids, or places (host and pair groups)
@@ -28,8 +28,6 @@ KIB, MIB = 1024, 1024 * 1024
 # 8 B to 128 MiB in powers of 4 (8 x 4^k), then 256 MiB: the range where latency gives way to bandwidth.
 DEFAULT_SIZES: tuple[int, ...] = (*(8 * 4**k for k in range(13)), 256 * MIB)
 OPERATIONS = ("all-reduce", "all-gather")
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "B": 1, "K": KIB, "M": MIB, "G": 1024 * MIB}
 # A process whose own work runs below this fraction of the job's median is named as slow. A healthy node runs
 # within a few percent of its peers (same model, same clocks); half is far outside noise and still catches a
 # node throttled, shared or in a degraded power state.
@@ -40,11 +38,9 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     """ "8,1K,16M,256MiB" -> bytes, ascending and each once; ValueError naming the entry that is none."""
     sizes: set[int] = set()
     for entry in text.split(","):
-        match = _SIZE.match(entry)
-        if match is None:
+        value = parse_size(entry)  # the one reading of sizes (_policy/grammar.py)
+        if value is None:
             raise ValueError(f"{entry.strip()!r} is not a size (e.g. 8, 64K, 16M, 1G)")
-        unit = (match.group(2) or "").upper().replace("IB", "").replace("B", "")
-        value = int(match.group(1)) * _UNITS[unit or ""]
         if not 4 <= value <= 4 * 1024 * MIB:
             raise ValueError(f"{entry.strip()!r}: sizes go from 4 B (one float32) to 4 GiB")
         sizes.add(value)

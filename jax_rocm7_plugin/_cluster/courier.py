@@ -133,7 +133,11 @@ def join(found: dict[str, Any], job: dict[str, Any], join_seconds: int) -> tuple
     heartbeat = heartbeat_seconds(job["timeout"])
     service = None
     if process_id == 0:
-        port = coordinator.rsplit(":", 1)[1]
+        from jax_rocm7_plugin._policy.grammar import parse_address
+
+        parsed = parse_address(coordinator)
+        assert parsed is not None  # the preflight refused any other before starting this courier
+        port = parsed.port
         bind = _environment.read("JAX_COORDINATOR_BIND_ADDRESS") or f"[::]:{port}"
         service = xla.get_distributed_runtime_service(
             bind,

@@ -25,6 +25,7 @@ from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
 from jax_rocm7_plugin._names import PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
+from jax_rocm7_plugin._policy.grammar import parse_address
 from jax_rocm7_plugin._record import NamedTuple
 
 DEFAULT_TIMEOUT = 60.0
@@ -362,8 +363,7 @@ class _Run:
                 USAGE_FIX,
             )
         address = str(self.coordinator)
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if parse_address(address) is None:
             return catalog.usage_invalid(
                 f"the coordinator address {address!r} is not HOST:PORT with a port from 1 to 65535", USAGE_FIX
             )
@@ -391,7 +391,9 @@ class _Run:
         from jax_rocm7_plugin._machine.network import resolves
 
         address = str(self.coordinator)
-        host, _, port = address.rpartition(":")
+        parsed = parse_address(address)
+        assert parsed is not None  # _usage_problem refused any other
+        host, port = parsed.host, str(parsed.port)
         from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
         try:
@@ -628,7 +630,8 @@ class _Run:
 
         log = link.stderr_text()
         address = str(self.coordinator)
-        port = address.rpartition(":")[2]
+        parsed = parse_address(address)
+        port = str(parsed.port) if parsed is not None else address
         if "Failed to add port" in log:
             return failures.port_in_use(port, self.host, tuple(filter(None, (failures.last_error_line(log),))))
         # jaxlib ends a client whose join timed out (the registration barrier) with its fatal handler: that is the
@@ -644,7 +647,7 @@ class _Run:
             finding, missing, self.join_count = failures.never_joined(expected, self.options.timeout, log, launcher)
             self.join_missing = missing
             return finding
-        loopback = is_loopback_host(address.rpartition(":")[0], loopback_names())
+        loopback = parsed is not None and is_loopback_host(parsed.host, loopback_names())
         seen = probe.answered() if probe is not None else False
         if seen and probe is not None:
             probe.linger_for_process_0()
@@ -655,8 +658,9 @@ class _CoordinatorProbe:
     """While a process waits to join: did anything ever answer at the coordinator's address?"""
 
     def __init__(self, address: str) -> None:
-        host, _, port = address.rpartition(":")
-        self.target = (host.strip("[]"), int(port))
+        parsed = parse_address(address)
+        assert parsed is not None  # the preflight refused any other before joining
+        self.target = (parsed.host, parsed.port)
         self.seen_up = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rocm-coordinator-probe", daemon=True)
@@ -709,13 +713,14 @@ def port_taken(bind: str) -> str | None:
     """Why the coordinator could not listen at `bind` ("[::]:PORT", "0.0.0.0:PORT"), or None when it can."""
     import errno
 
-    host, _, port = bind.rpartition(":")
-    host = host.strip("[]")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    parsed = parse_address(bind)
+    if parsed is None:
+        return None  # not an address: the service says what it says of it
+    family = socket.AF_INET6 if ":" in parsed.host else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, int(port)))
+            probe.bind((parsed.host, parsed.port))
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             return f"bind({bind}): {error.strerror}"

@@ -19,6 +19,7 @@ from jax_rocm7_plugin._job.record import GpuHealthFact, HealthFact, ProcessRecor
 from jax_rocm7_plugin._machine.network import Interface, is_loopback_host
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE
 from jax_rocm7_plugin._policy import cluster_policy
+from jax_rocm7_plugin._policy.grammar import parse_address, rccl_list
 from jax_rocm7_plugin._policy.versions import release_str
 
 if TYPE_CHECKING:
@@ -358,19 +359,11 @@ def socket_ifname_problem(variable: str, value: str, interfaces: Sequence[Interf
             return None
         states = [f"{n} is {'down' if n in down else 'absent'}" for n in absent]
         return f"{variable}={value!r}: {', '.join(states)}"
-    exclude = text.startswith("^")
-    text = text[1:] if exclude else text
-    exact = text.startswith("=")
-    text = text[1:] if exact else text
-    entries = [e.strip() for e in text.split(",") if e.strip()]
-
-    def matches(name: str) -> bool:
-        return any(name == e if exact else name.startswith(e) for e in entries)
-
-    usable = [n for n in up if matches(n) != exclude]
+    listed = rccl_list(text)  # the one reading of RCCL's list grammar, the doctor's too (_policy/grammar.py)
+    usable = [n for n in up if listed.matches(n)]
     if usable:
         return None
-    named_down = [n for n in down if matches(n) != exclude]
+    named_down = [n for n in down if listed.matches(n)]
     detail = f"{', '.join(named_down)} down" if named_down else "none matches"
     return f"{variable}={value!r} leaves no interface that is up ({detail}; up: {', '.join(up) or 'none'})"
 
@@ -409,8 +402,8 @@ def _coordinator(records: Records, hosts: dict[str, list[int]]) -> list[ClusterF
     if len(hosts) < 2 or 0 not in records:
         return []
     address = records[0].join.coordinator
-    host = address.rsplit(":", 1)[0]
-    if not is_loopback_host(host, cluster_policy.loopback_names()):
+    parsed = parse_address(address)
+    if parsed is None or not is_loopback_host(parsed.host, cluster_policy.loopback_names()):
         return []
     processes, names = _concerns(records, [p for p in records if records[p].host != records[0].host])
     return [

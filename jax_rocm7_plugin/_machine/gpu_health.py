@@ -199,7 +199,7 @@ def parse_counts(text: str) -> dict[str, int] | None:
 
 def parse_bad_pages(text: str) -> tuple[int, int, int]:
     """(retired, pending, failed) pages of `gpu_vram_bad_pages`: lines `0x%08x : 0x%08x : R|P|F`."""
-    flags = [line.rsplit(":", 1)[1].strip() for line in text.splitlines() if line.count(":") == 2]
+    flags = [line.split(":")[2].strip() for line in text.splitlines() if line.count(":") == 2]
     return flags.count("R"), flags.count("P"), flags.count("F")
 
 

@@ -10,13 +10,10 @@ separated by commas, each a prefix of a name unless the list starts with '=' (ex
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.network import INFINIBAND_CLASS, NET_CLASS
-
-_ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(\d+)")
 
 
 def present(kind: str, sysroot: Path) -> str | None:
@@ -51,25 +48,26 @@ def missing(kind: str, value: str, sysroot: Path) -> str | None:
     if kind == "rdma-devices":
         return _list_missing(text, host_path(sysroot, INFINIBAND_CLASS), "RDMA device", ports=True)
     if kind == "address":
-        match = _ADDRESS.fullmatch(text)
-        if match is None or not 0 < int(match.group(1)) < 65536:
+        from jax_rocm7_plugin._policy.grammar import parse_address
+
+        if parse_address(text) is None:
             return "is not <host>:<port> (an IPv4 address, [an IPv6 address] or a host name, then a port)"
     return None
 
 
 def _list_missing(text: str, folder: Path, what: str, *, ports: bool) -> str | None:
-    from jax_rocm7_plugin._machine.transport import rccl_list
+    from jax_rocm7_plugin._policy.grammar import rccl_list
 
-    exclude, exact, entries = rccl_list(text)
-    if exclude:
+    parsed = rccl_list(text)
+    if parsed.exclude:
         return None  # what to leave out
     try:
         present = sorted(os.listdir(folder))
     except OSError:
         return None if what == "network interface" else f"names {what}s, and this machine has none ({folder} absent)"
     unmatched = []
-    for entry, name, port in entries:
-        hits = [p for p in present if (p == name if exact else p.startswith(name))]
+    for entry, name, port in parsed.entries:
+        hits = [p for p in present if (p == name if parsed.exact else p.startswith(name))]
         if not hits:
             unmatched.append(entry)
         elif ports and port and not any((folder / h / "ports" / port).is_dir() for h in hits):

@@ -14,7 +14,6 @@ PROC_MOUNTS = "/proc/mounts"
 MEMINFO = "/proc/meminfo"
 # Docker's default (size=65536k); RCCL's shared-memory transport needs more for 2+ GPUs.
 SHM_MIN_BYTES = 64 * 1024 * 1024
-_SIZE_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
 def _tmpfs_size(option: str, root: Path) -> int | None:
@@ -26,11 +25,9 @@ def _tmpfs_size(option: str, root: Path) -> int | None:
             return None if total is None else total * int(value[:-1]) // 100
         except ValueError:
             return None
-    number, suffix = (value[:-1], value[-1]) if value and value[-1] in _SIZE_SUFFIX else (value, "")
-    try:
-        return int(number) * _SIZE_SUFFIX[suffix]
-    except ValueError:
-        return None
+    from jax_rocm7_plugin._policy.grammar import parse_size
+
+    return parse_size(value)
 
 
 # /proc/mounts of a busy host is ~100 KB; /proc/meminfo ~1.5 KB.

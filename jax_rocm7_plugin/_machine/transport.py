@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._machine.fabric import Fabric, RdmaPort
 from jax_rocm7_plugin._machine.network import Interface
+from jax_rocm7_plugin._policy.grammar import rccl_list_matches
 from jax_rocm7_plugin._record import NamedTuple
 
 if TYPE_CHECKING:
@@ -59,39 +60,13 @@ class Transport(NamedTuple):
         return {"plugin": "a net plugin", "none": "no network"}.get(self.chosen, self.chosen) + where
 
 
-def rccl_list(value: str) -> tuple[bool, bool, list[tuple[str, str, str]]]:
-    """RCCL's list grammar (src/misc/utils.cc): '^' excludes, '=' matches exactly, entries 'name[:port]', each as
-    (the entry as written, name, port: "" where none)."""
-    text = value.strip()
-    exclude = text.startswith("^")
-    text = text.lstrip("^")
-    exact = text.startswith("=")
-    entries = []
-    for entry in filter(None, (e.strip() for e in text.lstrip("=").split(","))):
-        name, _, port = entry.partition(":")
-        entries.append((entry, name, port))
-    return exclude, exact, entries
-
-
-def matches(value: str | None, name: str, port: int | None = None) -> bool:
-    """Whether `name` (port `port`) passes an NCCL_IB_HCA / NCCL_SOCKET_IFNAME list (None or empty: everything)."""
-    if not value or not value.strip():
-        return True
-    exclude, exact, entries = rccl_list(value)
-    hit = any(
-        (name == n if exact else name.startswith(n)) and (not p.isdigit() or port is None or int(p) == port)
-        for _, n, p in entries
-    )
-    return hit != exclude
-
-
 def _socket_interfaces(interfaces: Sequence[Interface], value: str | None) -> list[str]:
     """The interfaces RCCL's sockets would use: NCCL_SOCKET_IFNAME's, else ib*, else any but docker* and lo."""
     addressed = [i.name for i in interfaces if i.addresses or i.up]
     if value and len(value.strip()) > 1:
-        return [n for n in addressed if matches(value, n)]
+        return [n for n in addressed if rccl_list_matches(value, n)]
     for rule in ("ib", "^docker,lo", "docker", "lo"):
-        chosen = [n for n in addressed if matches(rule, n)]
+        chosen = [n for n in addressed if rccl_list_matches(rule, n)]
         if chosen:
             return chosen
     return []
@@ -165,7 +140,7 @@ def predict(
             "install rdma-core's verbs library (Debian/Ubuntu: libibverbs1; RHEL: libibverbs; SUSE: libibverbs1)"
         )
     hca = read("NCCL_IB_HCA", environ)
-    selected = [p for p in ib_ports if matches(hca, p.device, p.port)]
+    selected = [p for p in ib_ports if rccl_list_matches(hca, p.device, p.port)]
     if ib_ports and not selected:
         ib_on = False
         reasons.append(f"NCCL_IB_HCA={hca} selects none of the active ports ({', '.join(p.name for p in ib_ports)})")

@@ -22,6 +22,7 @@ from typing import Any
 
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._findings import Finding, Remedy, Severity
+from jax_rocm7_plugin._policy.grammar import loose_version
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "known_issues.json"
@@ -48,17 +49,8 @@ AFFECTS_KEYS = frozenset(
 )
 PLATFORMS = frozenset({"wsl"})
 LAYOUTS = frozenset({"therock", "amd"})
-_VERSION = re.compile(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?")
-
-
-def version_tuple(text: str | None) -> tuple[int, int, int] | None:
-    """(major, minor, patch) from '7.2.0-43', '7.2.0.70200-43', '7.13.0a20260415', '0.10.2.post1'; None if none."""
-    if not text:
-        return None
-    match = _VERSION.match(text.strip())
-    if match is None:
-        return None
-    return int(match.group(1)), int(match.group(2) or 0), int(match.group(3) or 0)
+# (major, minor, patch) from '7.2.0-43', '7.2.0.70200-43', '7.13.0a20260415', '0.10.2.post1'; None if none.
+version_tuple = loose_version
 
 
 class Range(NamedTuple):

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jax_rocm7_plugin._policy.grammar import loose_version
 from jax_rocm7_plugin._record import NamedTuple
 
 DATA = Path(__file__).resolve().parent / "linux_kernels.json"
@@ -101,5 +102,8 @@ def has_fixes(kernel: Kernel, requirement: Requirement) -> bool | None:
 
 
 def _version(text: str) -> tuple[int, int, int]:
-    major, minor, patch = [*(int(p) for p in text.split(".")), 0, 0, 0][:3]
-    return major, minor, patch
+    """A version of the data file (linux_kernels.json): a loose version (_policy/grammar.py) it must hold."""
+    parsed = loose_version(text)
+    if parsed is None:
+        raise ValueError(f"linux_kernels.json: {text!r} is not a kernel version")
+    return parsed

@@ -15,7 +15,7 @@ import pytest
 
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine.transport import matches
+from jax_rocm7_plugin._policy.grammar import rccl_list_matches as matches
 from tests.support.fabric import Device, Port, write_fabric, write_interfaces, write_slingshot
 from tests.support.fleet import HEALTHY, build_host
 from tests.support.inprocess import doctor
