@@ -50,6 +50,7 @@ FindingId = Literal[
     "pjrt-library-invalid",
     "pjrt-c-api-mismatch",
     "jaxlib-missing",
+    "plugin-source-tree-shadows-install",
     "version-skew-jaxlib",
     "version-skew-pjrt",
     "conflicting-rocm-plugin",
@@ -116,6 +117,13 @@ _RUN_DOCTOR = f"`python -m {PLUGIN_PACKAGE} doctor`"
 FOLLOWS: dict[str, tuple[str, ...]] = {
     "rocm-not-found": ("library-dependency-missing", "extension-module-unavailable"),
     "rocm-major-mismatch": ("library-dependency-missing", "extension-module-unavailable"),
+    # The source tree's package judged in place of the installed one: its versions and modules are not the install's.
+    "plugin-source-tree-shadows-install": (
+        "version-skew-jaxlib",
+        "version-skew-pjrt",
+        "extension-module-unavailable",
+        "custom-calls-unavailable",
+    ),
 }
 
 
@@ -486,6 +494,21 @@ def extension_module_unavailable(summary: str, evidence: tuple[str, ...]) -> Fin
         f"install {ROCM}'s libraries (AMD's packages into /opt/rocm, or pip install "
         f"{_PIP_ROCM}) or add their directory to LD_LIBRARY_PATH",
         evidence,
+    )
+
+
+def source_tree_shadows_install(here: str, there: str, installed: str, tree: str, *, differs: bool) -> Finding:
+    """This package was imported from a source tree (the current folder is first on sys.path) while a built wheel of
+    it is installed: what jax loads from this folder is the tree, not the install. An error where their releases
+    differ (the tree's versions are judged, not the install's), info where they are one release."""
+    return Finding(
+        "plugin-source-tree-shadows-install",
+        "error" if differs else "info",
+        f"{PLUGIN_PACKAGE} was imported from the source tree at {here} (version {tree}), not from the "
+        f"{PLUGIN_DISTRIBUTION} {installed} installed at {there}: Python looks in the current folder first",
+        f"run from another folder (cd elsewhere) to use the installed {installed}, or install this tree itself",
+        (f"imported: {here}", f"installed: {there}"),
+        concerns=Concerns(files=(here, there)),
     )
 
 

@@ -184,6 +184,7 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
 
     facts.step = "versions"
+    yield from _source_tree_findings()
     facts.jaxlib = jaxlib_version()
     pjrt_version = facts.library.pjrt_version if facts.library is not None else None
     yield from versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
@@ -211,6 +212,32 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     # 10. The PJRT C API the library speaks, against jaxlib's.
     facts.step = "c-api"
     yield from _c_api_findings(facts)
+
+
+def _source_tree_findings() -> Iterator[Finding]:
+    """This package imported from a source tree (its version.py unstamped) while a built wheel of it is installed
+    elsewhere: jax run from that folder loads the tree. Only a source tree looks (a wheel's package is stamped)."""
+    from jax_rocm7_plugin import version
+
+    if version.SOURCE_DIGEST is not None:
+        return
+    from pathlib import Path
+
+    from jax_rocm7_plugin._machine.packages import shadowed_install
+
+    here = Path(version.__file__).parent
+    shadow = shadowed_install(here)
+    if shadow is None:
+        return
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._policy.versions import same_release
+
+    there, installed = shadow
+    try:
+        differs = not same_release(installed, version.__version__)
+    except ValueError:
+        differs = True
+    yield catalog.source_tree_shadows_install(str(here), str(there), installed, version.__version__, differs=differs)
 
 
 def _known_good(settings: Settings, kept: dict[Path, Verdict]) -> Callable[[Path], bool]:

@@ -22,7 +22,14 @@ from pathlib import Path
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._names import ENTRY_POINT_MODULE, ENTRY_POINT_NAME, PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
+from jax_rocm7_plugin._machine import resolved
+from jax_rocm7_plugin._names import (
+    ENTRY_POINT_MODULE,
+    ENTRY_POINT_NAME,
+    PJRT_DISTRIBUTION,
+    PLUGIN_DISTRIBUTION,
+    PLUGIN_PACKAGE,
+)
 from jax_rocm7_plugin._record import NamedTuple
 
 OUR_DISTRIBUTIONS = frozenset({PLUGIN_DISTRIBUTION, PJRT_DISTRIBUTION})
@@ -82,6 +89,21 @@ def _scan(search_path: tuple[str, ...]) -> dict[str, Distribution]:
                 distribution, version = normalize(name.rsplit(".", 1)[0]), _egg_info_version(path) or "unknown"
             found.setdefault(distribution, Distribution(distribution, version, path))
     return found
+
+
+def shadowed_install(package_dir: Path) -> tuple[Path, str] | None:
+    """Where this plugin's package (at `package_dir`) is not the one its installed distribution holds: (the installed
+    package's folder, the installed version). None where no wheel of it is installed, or it is this very folder (an
+    install in place)."""
+    found = installed_distributions().get(normalize(PLUGIN_DISTRIBUTION))
+    if found is None:
+        return None
+    there = found.path.parent / PLUGIN_PACKAGE
+    if not (there / "version.py").is_file():
+        return None  # metadata without its package: a damaged install, another finding's
+    if resolved(there) == resolved(package_dir):
+        return None
+    return there, found.version
 
 
 def installed_version(distribution: str) -> str | None:

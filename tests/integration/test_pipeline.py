@@ -75,6 +75,20 @@ def _fake_pjrt_wheel(case: Case, version: str) -> None:
     case.library = None
 
 
+def installed_elsewhere(case: Case, version: str) -> Path:
+    """A built jax-rocm7-plugin `version` in a site folder after this tree on sys.path (test fixture: its metadata
+    folder and package), as a venv holds it while Python runs from a checkout."""
+    from jax_rocm7_plugin._machine import packages
+
+    site = case.tmp_path / "installed-site"
+    (site / f"jax_rocm7_plugin-{version}.dist-info").mkdir(parents=True)
+    (site / "jax_rocm7_plugin").mkdir()
+    (site / "jax_rocm7_plugin" / "version.py").write_text(f"JAX_RELEASE = __version__ = {version!r}\n")
+    case.monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    packages._scan.cache_clear()
+    return site / "jax_rocm7_plugin"
+
+
 def _crashing_library(case: Case) -> None:
     case.gpu_machine()
     source = "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n"
@@ -123,6 +137,7 @@ SCENARIOS: dict[str, Callable[[Case], object]] = {
         c.monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: "0.9.0"),
     ),
     "version-skew-pjrt": lambda c: (c.gpu_machine(), _fake_pjrt_wheel(c, "0.9.0")),
+    "plugin-source-tree-shadows-install": lambda c: (c.gpu_machine(), installed_elsewhere(c, "0.12.0")),
     "xla-client-env-invalid": lambda c: (c.gpu_machine(), c.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="FALSE")),
     "gpu-arch-not-in-library": lambda c: c.gpu_machine([Gpu(GFX906)]),
     "hsa-override-gfx-version": lambda c: (c.gpu_machine(), c.environ.update(HSA_OVERRIDE_GFX_VERSION="11.0")),
