@@ -177,6 +177,9 @@ _OTHERS = (
     _v("XLA_PYTHON_CLIENT_ABORT_COLLECTIVES_ON_FAILURE", "jax", "text", "0", "abort collectives on a failure"),
     _v("XLA_PYTHON_CLIENT_USE_TFRT_GPU_CLIENT", "jax", "text", "0", "use the TFRT GPU client"),
     _v("TF_CPP_MIN_LOG_LEVEL", "XLA", "text", "1", "the least severe log line XLA writes"),
+    _v("TEST_TMPDIR", "XLA", "text", "", "the first folder XLA tries for its compile-time files"),
+    _v("TMPDIR", "XLA", "text", "/tmp", "where XLA writes each GPU kernel's compile-time files, if a folder"),
+    _v("TMP", "XLA", "text", "/tmp", "the folder XLA tries after TMPDIR for its compile-time files"),
     # the ROCm runtime
     _v("ROCM_PATH", "ROCm", "absolute-path", "/opt/rocm", "the ROCm install"),
     _v("HIP_PATH", "ROCm", "absolute-path", "", "HIP's install (changes what a library loads)"),

@@ -75,6 +75,7 @@ FindingId = Literal[
     "apu-vram-carveout-small",
     "first-jit-failed",
     "math-library-gpu-unsupported",
+    "compile-temp-dir-unusable",
     "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
@@ -98,7 +99,7 @@ FindingId = Literal[
 FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
 HEALTH_IDS: tuple[FindingId, ...] = FINDING_IDS[FINDING_IDS.index("gpu-uncorrectable-errors") :]
 # Errors after which the backend still comes up, but programs abort (the doctor's only: the loader registers).
-PROGRAMS_ABORT: frozenset[str] = frozenset({"math-library-gpu-unsupported"})
+PROGRAMS_ABORT: frozenset[str] = frozenset({"math-library-gpu-unsupported", "compile-temp-dir-unusable"})
 SkewKind = Literal["jaxlib", "pjrt"]
 _REINSTALL_PJRT = f'pip install --force-reinstall "{PJRT_DISTRIBUTION}=={JAX_RELEASE}.*"'
 # The plugin with ROCm from pip. PyPI has no ROCm 7: TheRock's `rocm` packages come from AMD's index of the
@@ -510,6 +511,33 @@ def source_tree_shadows_install(here: str, there: str, installed: str, tree: str
         (f"imported: {here}", f"installed: {there}"),
         concerns=Concerns(files=(here, there)),
     )
+
+
+def compile_temp_dir_unusable(
+    folder: str | None,
+    named_by: str | None,
+    why: str,
+    evidence: tuple[str, ...],
+    variables: tuple[str, ...],
+    files: tuple[str, ...],
+) -> Finding:
+    """XLA writes every GPU kernel's compile-time files in the first existing temporary folder (TEST_TMPDIR, TMPDIR,
+    TMP, /tmp) and checks neither its writes nor, before that, that it may write there (_machine/temp_dir.py)."""
+    if folder is None:
+        summary = f"XLA finds no temporary folder to compile GPU kernels in ({why}): every jit fails"
+        fix = "create /tmp (mode 1777), or set TMPDIR to a folder this user can write in"
+    else:
+        summary = (
+            f"XLA compiles every GPU kernel in {folder} (taken from {named_by}), where this process cannot write "
+            f"({why}): every kernel compiles to nothing and the first jit fails"
+        )
+        fix = (
+            "set TMPDIR to a folder this user can write in (e.g. TMPDIR=$HOME/tmp after mkdir -p $HOME/tmp)"
+            if named_by == "/tmp"
+            else f"set {named_by} to a folder this user can write in, or unset it where /tmp is writable"
+        )
+    concerns = Concerns(variables=variables, files=files)
+    return Finding("compile-temp-dir-unusable", "error", summary, fix, evidence, concerns=concerns)
 
 
 def version_skew(kind: SkewKind, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:

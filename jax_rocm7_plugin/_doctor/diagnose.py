@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _engine
+from jax_rocm7_plugin._doctor import rule_temp_dir, rules
 from jax_rocm7_plugin._doctor.report import (
     ExtensionEntry,
     GpuEntry,
@@ -19,7 +20,6 @@ from jax_rocm7_plugin._doctor.report import (
     Report,
     RocmInstallEntry,
 )
-from jax_rocm7_plugin._doctor.rules import DOCTOR
 from jax_rocm7_plugin._findings import Finding, doctor_internal_error, most_severe_first
 from jax_rocm7_plugin._machine.packages import installed_version
 from jax_rocm7_plugin._names import PJRT_DISTRIBUTION, PLUGIN_DISTRIBUTION
@@ -56,14 +56,15 @@ def _rerun(changed: Settings) -> tuple[Finding, ...]:
 
 
 def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Report, Facts]:
+    doctor = rules.DOCTOR + rule_temp_dir.RULES  # the rule sets the doctor asks for
     given = {"settings": settings, "deep": deep, "prove": prove, "rerun": _rerun}
     if settings.sysroot_finding is not None:
         # Nothing under that root can be read: the variable is the finding.
-        loader_only = [r for r in DOCTOR.rules if r.name in ("loader-checks-read", "loader-checks")]
+        loader_only = [r for r in doctor.rules if r.name in ("loader-checks-read", "loader-checks")]
         found, facts = _engine.run(loader_only, given)
         packages = ((PLUGIN_DISTRIBUTION, PLUGIN_VERSION),)
         return Report(tuple(found), str(settings.sysroot), packages), facts["checked"].facts
-    found, read = _engine.run(DOCTOR.rules, given)
+    found, read = _engine.run(doctor.rules, given)
     facts: Facts = read["checked"].facts
     health = read["health"].read
     memories: list[GpuMemory] = read["memories"]

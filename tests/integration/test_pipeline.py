@@ -159,6 +159,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "hip-probe-failed": "doctor --deep only",
     "first-jit-failed": "doctor --deep only: a jitted program runs in a child (test_first_jit.py)",
     "math-library-gpu-unsupported": "doctor only: the math libraries' kernel files (test_gpu_kernels.py)",
+    "compile-temp-dir-unusable": "doctor only: the folder XLA compiles GPU kernels in (test_temp_dir.py)",
     "transport-not-found": "doctor only: RCCL's network, judged from the fabric's files (test_transport.py)",
     "transport-slower-than-fabric": "doctor only: RCCL's network against the fabric (test_transport.py)",
     "transport-setting-against-guide": "doctor only: the sites' guides for a fabric (test_transport.py)",

@@ -31,7 +31,10 @@ BASE_LIBRARIES = (
 
 
 def add_base_system(root: Path) -> None:
-    """Link this host's glibc and C++ runtime into the sysroot's library directory."""
+    """Link this host's glibc and C++ runtime into the sysroot's library directory; the temporary folder every
+    system has (/tmp, mode 1777)."""
+    (root / "tmp").mkdir(parents=True, exist_ok=True)
+    (root / "tmp").chmod(0o1777)
     target = root / LIB_DIR
     target.mkdir(parents=True, exist_ok=True)
     for name in BASE_LIBRARIES:
