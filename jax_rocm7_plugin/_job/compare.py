@@ -446,26 +446,20 @@ def _transport(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFin
     facts = {host: t for host, members in hosts.items() if (t := records[members[0]].transport) is not None}
     found = []
     if len(facts) >= 2:
-        members = {p: records[p] for host in facts for p in hosts[host]}
-        groups = _group(members, lambda r: facts[r.host].chosen)
-        if len(groups) >= 2:
-            odd = outside_largest(groups)
-            processes, names = _concerns(records, odd)
-            text = describe_groups(groups, _host_of(records), {k: k for k in groups})
-            peers = next(iter(sorted(groups, key=lambda k: -len(groups[k]))))
-            found.append(
-                catalog.mismatch(
-                    "cluster-transport-unlike-peers",
-                    "warning",
-                    f"RCCL would use another network between hosts on {hosts_phrase(names)} than on its peers "
-                    f"({peers}): {text}",
-                    "; ".join(dict.fromkeys(s for n in names for s in facts[n].steps))
-                    or "make the hosts named alike: the same fabric, drivers, libraries and NCCL_* variables",
-                    processes,
-                    names,
-                    tuple(_transport_line(h, t) for h, t in facts.items())[:16],
-                )
-            )
+        unlike = _unlike_network(
+            records,
+            {p: facts[records[p].host].chosen for host in facts for p in hosts[host]},
+            lambda names, processes, peers, text: (
+                f"RCCL would use another network between hosts on "
+                f"{hosts_phrase(names)} than on its peers ({peers}): {text}"
+            ),
+            lambda names: (
+                "; ".join(dict.fromkeys(s for n in names for s in facts[n].steps))
+                or "make the hosts named alike: the same fabric, drivers, libraries and NCCL_* variables"
+            ),
+            tuple(_transport_line(h, t) for h, t in facts.items())[:16],
+        )
+        found.extend([unlike] if unlike is not None else [])
     slower = [host for host, t in facts.items() if t.slower]
     if slower:
         processes, names = _concerns(records, [p for host in slower for p in hosts[host]])
@@ -484,6 +478,35 @@ def _transport(records: Records, hosts: dict[str, list[int]]) -> list[ClusterFin
             )
         )
     return found
+
+
+def _unlike_network(
+    records: Records,
+    network_of: Mapping[int, str],
+    summary: Callable[[tuple[str, ...], tuple[int, ...], str, str], str],
+    fix: Callable[[tuple[str, ...]], str],
+    evidence: tuple[str, ...],
+) -> ClusterFinding | None:
+    """cluster-transport-unlike-peers where the processes' networks (`network_of`: what the preflight predicts, or
+    what RCCL's own lines say it took) are not one: those outside the largest group, with each network and the
+    hosts that take it as data. `summary(hosts, processes, the peers' network, the groups described)`."""
+    groups = _group({p: records[p] for p in network_of if p in records}, lambda r: network_of[r.process_id])
+    if len(groups) < 2:
+        return None
+    processes, names = _concerns(records, outside_largest(groups))
+    text = describe_groups(groups, _host_of(records), {k: k for k in groups})
+    held = sorted(groups.items(), key=lambda item: -len(item[1]))
+    values = tuple((k, tuple(dict.fromkeys(records[p].host for p in members))) for k, members in held)
+    finding = catalog.mismatch(
+        "cluster-transport-unlike-peers",
+        "warning",
+        summary(names, processes, held[0][0], text),
+        fix(names),
+        processes,
+        names,
+        evidence,
+    )
+    return finding._replace(concerns=Concerns(attribute="network", values=values))
 
 
 def _transport_line(host: str, fact: TransportFact) -> str:
@@ -861,25 +884,20 @@ def rccl_findings(chosen: Mapping[int, tuple[str, str]], records: Records) -> li
     if not chosen:
         return []
     found = []
-    members = {p: records[p] for p in chosen if p in records}
-    groups = _group(members, lambda r: chosen[r.process_id][0])
-    if len(groups) >= 2:
-        odd = outside_largest(groups)
-        processes, names = _concerns(records, odd)
-        text = describe_groups(groups, _host_of(records), {k: k for k in groups})
-        found.append(
-            catalog.mismatch(
-                "cluster-transport-unlike-peers",
-                "warning",
-                f"RCCL took another network in {processes_phrase(list(processes))} on {hosts_phrase(names)} than in "
-                f"the others (its own INIT/NET lines): {text}",
-                "make the hosts named alike (fabric, drivers, libraries, NCCL_* variables); `python -m "
-                f"{PLUGIN_PACKAGE} doctor` on them names what their RCCL lacks",
-                processes,
-                names,
-                tuple(f"process {p}: {chosen[p][1]}" for p in sorted(chosen))[:16],
-            )
-        )
+    unlike = _unlike_network(
+        records,
+        {p: network for p, (network, _) in chosen.items()},
+        lambda names, processes, peers, text: (
+            f"RCCL took another network in {processes_phrase(list(processes))} "
+            f"on {hosts_phrase(names)} than in the others (its own INIT/NET lines): {text}"
+        ),
+        lambda names: (
+            "make the hosts named alike (fabric, drivers, libraries, NCCL_* variables); `python -m "
+            f"{PLUGIN_PACKAGE} doctor` on them names what their RCCL lacks"
+        ),
+        tuple(f"process {p}: {chosen[p][1]}" for p in sorted(chosen))[:16],
+    )
+    found.extend([unlike] if unlike is not None else [])
     below = [
         p
         for p, (network, _) in chosen.items()

@@ -293,6 +293,8 @@ def test_a_host_whose_rccl_would_use_sockets_among_ib_peers_is_named_with_its_st
     unlike = found["cluster-transport-unlike-peers"]
     assert unlike.hosts == ("gpu-1",) and unlike.processes == tuple(range(8, 16))
     assert "libibverbs1" in unlike.fix and "than on its peers (IB)" in unlike.summary
+    assert unlike.concerns is not None and unlike.concerns.attribute == "network"
+    assert unlike.concerns.values == (("IB", ("gpu-0", "gpu-2")), ("Socket", ("gpu-1",)))
     slower = found["cluster-transport-slower"]
     assert slower.hosts == ("gpu-1",) and "Socket over eth0 between hosts on gpu-1" in slower.summary
     # Every host alike, every one below its fabric: not unlike its peers, but each is slower than it could be.
@@ -320,7 +322,9 @@ def test_rccls_own_word_on_the_network_is_compared_with_peers_and_the_hosts_fabr
         in found["cluster-transport-slower"].summary
     )
     # Half and half: the odd group is the smaller (or the later) one, and it is named.
-    assert found["cluster-transport-unlike-peers"].processes
+    unlike = found["cluster-transport-unlike-peers"]
+    assert unlike.processes and unlike.concerns is not None
+    assert unlike.concerns.values == (("IB", ("gpu-0",)), ("Socket", ("gpu-1",)))
 
 
 def test_a_pair_far_below_its_networks_line_rate_is_named_with_the_network() -> None:
