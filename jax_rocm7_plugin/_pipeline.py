@@ -184,10 +184,12 @@ def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Find
     from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
 
     facts.step = "versions"
-    yield from _source_tree_findings()
     facts.jaxlib = jaxlib_version()
     pjrt_version = facts.library.pjrt_version if facts.library is not None else None
-    yield from versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
+    skew = versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
+    if thorough or skew:  # the loader looks only where the versions it would refuse for may not be the install's
+        yield from _source_tree_findings()
+    yield from skew
 
     # 6. XLA client variables (validated when the settings were read).
     yield from settings.xla_client_findings

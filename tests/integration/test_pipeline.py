@@ -137,7 +137,12 @@ SCENARIOS: dict[str, Callable[[Case], object]] = {
         c.monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: "0.9.0"),
     ),
     "version-skew-pjrt": lambda c: (c.gpu_machine(), _fake_pjrt_wheel(c, "0.9.0")),
-    "plugin-source-tree-shadows-install": lambda c: (c.gpu_machine(), installed_elsewhere(c, "0.12.0")),
+    # Run from a checkout of release 0.10.2 in a venv with jax 0.12.0 and our 0.12.0 wheels.
+    "plugin-source-tree-shadows-install": lambda c: (
+        c.gpu_machine(),
+        installed_elsewhere(c, "0.12.0"),
+        c.monkeypatch.setattr("jax_rocm7_plugin._machine.jaxlib_version.jaxlib_version", lambda: "0.12.0"),
+    ),
     "xla-client-env-invalid": lambda c: (c.gpu_machine(), c.environ.update(XLA_PYTHON_CLIENT_PREALLOCATE="FALSE")),
     "gpu-arch-not-in-library": lambda c: c.gpu_machine([Gpu(GFX906)]),
     "hsa-override-gfx-version": lambda c: (c.gpu_machine(), c.environ.update(HSA_OVERRIDE_GFX_VERSION="11.0")),
