@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from jax_rocm7_plugin._loader.warm import distributed_job
+from jax_rocm7_plugin._loader.warm import RocmUnavailable, distributed_job
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_PACKAGE
 
 logger = logging.getLogger(PLUGIN_PACKAGE)
@@ -30,10 +30,6 @@ MEMORY_ENTRIES = 256
 VERDICTS_FOLDER = "job-verdicts"  # beside the start-up plans, in the loader's private cache
 
 MakeRecord = Callable[[dict[str, Any]], str]  # how this process joined -> its record, encoded
-
-
-class RocmUnavailable(RuntimeError):
-    """Raised by the placeholder backend factory, and by the job check's refusal: carries the sentence."""
 
 
 def join_fields(state: Any) -> dict[str, Any]:

@@ -170,6 +170,8 @@ def _initialize() -> None:
     if isinstance(outcome, Finding):
         _report_unavailable(outcome, platforms, facts)
         job_gate.watch_for_hangs(rocm=False)
+        if outcome.id in _warm.REFUSALS_KEPT and _environment.switch(_environment.WARM):
+            _write_refusal(outcome, before, raw_platforms, facts)
         return
     said: list[tuple[int, str]] = []
     for finding in outcome.warnings:  # an info (nothing to do) is said at info level: a healthy machine prints nothing
@@ -227,6 +229,22 @@ def _write_plan(
             "machine": machine,
         },
     )
+
+
+def _write_refusal(refusal: Finding, before: dict[str, str], platforms: str | None, facts: Facts) -> None:
+    """The next start on this machine says the same refusal without the checks, while the machine facts it was
+    decided from hold (_warm.REFUSALS_KEPT). Never in a job: there the refusal takes part in the job check."""
+    from jax_rocm7_plugin._safe_io import Deadline
+
+    if job_gate.distributed_job() is not None:
+        return
+    root = str(facts.settings.sysroot)
+    try:
+        machine = _warm.machine_facts(root)
+    except (Deadline, OSError):
+        return
+    line = f"{refusal.sentence()} [{refusal.id}]"
+    _warm.write_plan(before, platforms, {"refused": line, "watched": _warm.refusal_watched(root), "machine": machine})
 
 
 def _job_part(facts: Facts, platforms: str | None) -> dict[str, Any] | None:

@@ -284,10 +284,48 @@ def register_from_plan(platforms: str | None) -> bool:
     if changed is not None:
         logger.debug("ROCm backend: the plan of the last start does not hold (%s); checking again", changed)
         return False
+    if "refused" in plan:
+        refuse(plan["refused"], platforms)
+        return True
     register(plan)
     global job_plan
     job_plan = plan["job"] if in_a_job else None
     return True
+
+
+# Refusals a plan may repeat: those decided by the machine's facts the plan watches alone (no AMD GPU driver at all:
+# the machine without a GPU, where every `import jax` used to pay for the checks to say the same line again).
+REFUSALS_KEPT = ("amdgpu-driver-missing",)
+# What else decides that refusal: another vendor's driver appearing changes the sentence (_machine/driver.py).
+REFUSAL_WATCHED = ("/sys/module/amdgpu", "/sys/module/nvidia", "/proc/driver/nvidia/version")
+
+
+class RocmUnavailable(RuntimeError):
+    """Raised by the placeholder backend factory of a refused start, warm or cold, and by the job check's refusal:
+    carries the sentence (jax says it where rocm was asked for)."""
+
+
+def refuse(line: str, platforms: str | None) -> None:
+    """What the cold path's refusal does, from its plan: the warning line (unless jax will raise it as its error,
+    rocm being asked for), and a factory that raises it."""
+    from jax._src import xla_bridge
+
+    required = bool(platforms and platforms.strip())  # the plan's key holds the platforms: rocm is among them
+    if not required:
+        logger.warning("ROCm backend unavailable, jax falls back to CPU: %s", line)
+    if BACKEND in xla_bridge._backend_factories:
+        return  # another ROCm plugin registered 'rocm': leave theirs alone
+
+    def unavailable() -> Any:
+        raise RocmUnavailable(line)
+
+    xla_bridge.register_backend_factory(BACKEND, unavailable, priority=PRIORITY, fail_quietly=True)
+
+
+def refusal_watched(root: str) -> dict[str, Any]:
+    from jax_rocm7_plugin._safe_io import under
+
+    return {under(root, path): _identity(under(root, path)) for path in REFUSAL_WATCHED}
 
 
 # A warm start in a job: the plan's part for the job check, which the entry module hands to the job gate

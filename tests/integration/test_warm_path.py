@@ -184,6 +184,42 @@ def test_a_machine_without_a_usable_gpu_gets_no_plan(machine: Machine) -> None:
     assert machine.plans() == []
 
 
+def test_a_machine_without_the_driver_says_its_refusal_again_without_the_checks(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    """No AMD GPU driver at all (the machine without a GPU): the second start says the first one's line from its
+    plan, importing no check; the driver loaded since, the checks run again; with rocm asked for, jax's error
+    carries the same sentence, warm or cold."""
+    root = make_sysroot(tmp_path / "machine", [], topology=False, amdgpu_module=False, kfd=False, render_nodes=False)
+
+    def start(**variables: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object] | None]:
+        environ = plugin_environment(root, standin_library, tmp_path / "cache", **variables)
+        done = subprocess.run(
+            [sys.executable, "-c", _START], env=environ, capture_output=True, text=True, timeout=180, cwd=tmp_path
+        )
+        lines = done.stdout.strip().splitlines()
+        return done, (json.loads(lines[-1]) if done.returncode == 0 and lines else None)
+
+    def refusal(log: str) -> list[str]:
+        return [line for line in log.splitlines() if "ROCm backend unavailable" in line]
+
+    first, cold = start()
+    again, warm_start = start()
+    assert cold is not None and warm_start is not None, (first.stderr, again.stderr)
+    assert not warm(cold) and warm(warm_start)
+    assert set(warm_start["ours"]) <= WARM_IMPORTS, sorted(set(warm_start["ours"]) - WARM_IMPORTS)  # type: ignore[arg-type]
+    said = refusal(first.stderr)
+    assert len(said) == 1 and said[0].endswith("[amdgpu-driver-missing]") and refusal(again.stderr) == said
+    # Asked for rocm: jax's error, the first time and from the plan.
+    errors = [start(JAX_PLATFORMS="rocm")[0] for _ in range(2)]
+    assert all(e.returncode != 0 and "no AMD GPU driver" in e.stderr and refusal(e.stderr) == [] for e in errors)
+    # The driver loaded since: the checks run again, and say what they find now.
+    (root / "sys" / "module" / "amdgpu").mkdir(parents=True)
+    now, checked = start()
+    assert checked is not None and not warm(checked)
+    assert all("[amdgpu-driver-missing]" not in line for line in refusal(now.stderr))
+
+
 # Without a GPU device node, jaxlib's imports of our extension modules (each a stub calling load_native) refuse
 # at once, importing no check: the few stats of _extensions.no_gpu_device_node.
 EXTENSION_IMPORTS = {
