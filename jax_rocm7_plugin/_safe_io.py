@@ -186,9 +186,13 @@ def _writable_by_others(info: os.stat_result) -> bool:
     return bool(info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
-def untrusted_reason(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str | None:
-    """Why `folder` (the cache root or a folder below it) may hold what another user wrote; None: it may not."""
-    uid, gid = os.geteuid(), os.getegid()
+def untrusted_reason(
+    root: str | os.PathLike[str], folder: str | os.PathLike[str], *, uid: int | None = None, gid: int | None = None
+) -> str | None:
+    """Why `folder` (the cache root or a folder below it) may hold what another user wrote; None: it may not.
+    `uid`, `gid`: the user it is judged for (default: this process's)."""
+    uid = os.geteuid() if uid is None else uid
+    gid = os.getegid() if gid is None else gid
     root, folder = os.path.normpath(root), os.path.normpath(folder)
     if folder != root and not folder.startswith(root.rstrip("/") + "/"):
         return f"{folder} is not below the cache root {root}"

@@ -261,13 +261,17 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     missing = next((f for f in found if f.id == "rocm-not-found"), None)
     if missing is None:
         return found
+    from jax_rocm7_plugin._machine.identity import read_identity
     from jax_rocm7_plugin._machine.rocm_elsewhere import refine, search
     from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     settings = facts.settings
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
+    machine = facts.machine
+    identity = (machine.identity if machine is not None else None) or read_identity(settings.sysroot)
+    who = (identity.uid, identity.gids[0] if identity.gids else identity.uid)
     try:  # a stale network mount under /home must not hang the doctor
-        elsewhere = with_deadline(lambda: search(settings.sysroot, known), 5.0)  # bounded itself; a hang is not
+        elsewhere = with_deadline(lambda: search(settings.sysroot, known, who), 5.0)  # bounded; a hang is not
     except Deadline as late:
         said = f"the search beyond the loader's path stopped at {late.path} after {late.seconds:g} s"
         return [f._replace(evidence=(*f.evidence, said)) if f is missing else f for f in found]
@@ -322,9 +326,9 @@ def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
         if not holding or not all(any((d / n).exists() for d in holding) for n in missing):
             continue
         dirs = [unrooted(d, root) for d in install.library_dirs]
-        fix, remedy = loader_step(
-            install.location, dirs, settings.ld_library_path, link=not (root / "opt" / "rocm").exists()
-        )
+        system = _root_owned(root, install.location)  # sudo's steps name only what root owns
+        link = not (root / "opt" / "rocm").exists()
+        fix, remedy = loader_step(install.location, dirs, settings.ld_library_path, link=link, system=system)
         summary = (
             f"ROCm {install.version_said()} at {install.location} has {', '.join(missing)}, but the dynamic loader "
             "does not look there (the PJRT library's RUNPATH names /opt/rocm/lib; nothing else adds that folder)"
@@ -417,6 +421,17 @@ def _release_or_none(facts: Facts) -> str | None:
     from jax_rocm7_plugin._pipeline import library_release
 
     return library_release(facts)
+
+
+def _root_owned(root: Path, location: str) -> bool:
+    import os
+
+    from jax_rocm7_plugin._machine import host_path
+
+    try:
+        return os.stat(host_path(root, location)).st_uid == 0
+    except OSError:
+        return False
 
 
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:

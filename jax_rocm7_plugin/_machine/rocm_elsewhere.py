@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,9 @@ _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
 # offset, count. The tags that say a package's name and where its files went.
 _RPM_NAME, _RPM_DIRINDEXES, _RPM_BASENAMES, _RPM_DIRNAMES = 1000, 1116, 1117, 1118
 _RPM_INT32, _RPM_STRING, _RPM_STRING_ARRAY = 4, 6, 8
+# Package names as each database allows them (Debian policy 5.6.1; rpm's naming guidelines): nothing else enters a
+# command.
+_PACKAGE_NAME = {"dpkg": re.compile(r"[a-z0-9][a-z0-9+.-]+"), "rpm": re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")}
 PIP_INDEX = "https://repo.amd.com/rocm/whl/{family}/"  # TheRock's per-family package index (the loader's fix too)
 
 
@@ -46,6 +50,8 @@ class Elsewhere(NamedTuple):
     package: str | None = None  # the dpkg or rpm package that put it there ("dpkg:NAME", "rpm:NAME")
     library_dirs: tuple[str, ...] = ()  # machine paths of its library folders (a tree)
     requirements: tuple[str, ...] = ()  # a pip install's distributions, NAME==VERSION
+    untrusted: str | None = None  # why another user could have put it there (then no fix points at it)
+    root_owned: bool = False  # its folder is root's (a step with sudo may name it)
 
     @property
     def major(self) -> int | None:
@@ -57,11 +63,14 @@ class Elsewhere(NamedTuple):
         return f"{version} at {self.location} ({self.source})"
 
 
-def search(root: Path, known: Sequence[Path] = ()) -> list[Elsewhere]:
+def search(root: Path, known: Sequence[Path] = (), who: tuple[int, int] | None = None) -> list[Elsewhere]:
     """Every HIP runtime under the sysroot `root` that is not one of `known` (real paths of the runtimes the loader
-    already sees), ROCm 7 first, then those on disk before those only listed."""
+    already sees), ROCm 7 first, then those on disk before those only listed. `who`: (uid, gid) of the user the
+    doctor speaks to (default: this process's); what lies where another user could have written it is marked
+    `untrusted`."""
     from jax_rocm7_plugin._policy.rocm_policy import elsewhere_limits
 
+    uid, gid = who if who is not None else (os.geteuid(), os.getegid())
     limits = elsewhere_limits()
     seen = {resolved(p) for p in known}
     found: list[Elsewhere] = []
@@ -71,7 +80,7 @@ def search(root: Path, known: Sequence[Path] = ()) -> list[Elsewhere]:
         if real in seen:
             return
         seen.add(real)
-        found.append(item)
+        found.append(_judged(root, item, uid, gid) if item.kind != "listed" else item)
 
     for item in _trees(root, limits["candidates"]):
         add(item)
@@ -82,6 +91,25 @@ def search(root: Path, known: Sequence[Path] = ()) -> list[Elsewhere]:
     for item in _rpm(root, limits["rpm_packages"]):
         add(item)
     return sorted(found, key=lambda e: (e.major != ROCM_MAJOR, e.kind == "listed"))
+
+
+def _judged(root: Path, item: Elsewhere, uid: int, gid: int) -> Elsewhere:
+    """`item` with why another user could have written it: its folder, each library folder and every folder above
+    them owned by root or this user, and writable by no one else (a root-owned sticky folder above, like /tmp, stops
+    no one's own folder in it being theirs alone): the rule the caches keep (_safe_io.untrusted_reason)."""
+    from jax_rocm7_plugin._safe_io import untrusted_reason
+
+    home = host_path(root, item.location)
+    folders = [home, *(host_path(root, d) for d in item.library_dirs), host_path(root, os.path.dirname(item.runtime))]
+    why = next(
+        (r for f in dict.fromkeys(map(str, folders)) if (r := untrusted_reason(str(home), f, uid=uid, gid=gid))),
+        None,
+    )
+    try:
+        root_owned = os.stat(home).st_uid == 0
+    except OSError:
+        root_owned = False
+    return item._replace(untrusted=why, root_owned=root_owned)
 
 
 def _bounded_glob(root: Path, patterns: Sequence[str], limit: int) -> Iterator[Path]:
@@ -288,13 +316,24 @@ def rpm_files(header: dict[int, object]) -> list[str]:
 def refine(finding: Finding, found: Sequence[Elsewhere], ld_library_path: Sequence[str]) -> Finding:
     """rocm-not-found with what was found elsewhere: the install and the one step that makes the library see it
     (None found: the finding as it was, with the search said in its evidence)."""
-    ours = [e for e in found if e.major == ROCM_MAJOR]
+    ours = [e for e in found if e.major == ROCM_MAJOR and e.untrusted is None]
     others = [f"also found, not ROCm {ROCM_MAJOR}: {e.said()}" for e in found if e.major != ROCM_MAJOR][:3]
+    refused = [
+        f"found, not offered (another user could have put it there): {e.said()}: {e.untrusted}"
+        for e in found
+        if e.untrusted is not None
+    ][:3]
     if not ours:
         searched = "searched beyond the loader's path too: install roots, other Python environments, dpkg and rpm"
-        return finding._replace(evidence=(*finding.evidence, searched, *others))
+        return finding._replace(evidence=(*finding.evidence, searched, *refused, *others))
     best = ours[0]
-    evidence = (f"found: {best.said()}", *(f"found: {e.said()}" for e in ours[1:3]), *finding.evidence, *others)
+    evidence = (
+        f"found: {best.said()}",
+        *(f"found: {e.said()}" for e in ours[1:3]),
+        *finding.evidence,
+        *refused,
+        *others,
+    )
     if best.kind == "tree":
         return _tree_finding(finding, best, ld_library_path, evidence)
     if best.kind == "pip":
@@ -302,17 +341,23 @@ def refine(finding: Finding, found: Sequence[Elsewhere], ld_library_path: Sequen
     return _listed_finding(finding, best, evidence)
 
 
-def loader_step(location: str, dirs: Sequence[str], path: Sequence[str], *, link: bool) -> tuple[str, Remedy]:
+def loader_step(
+    location: str, dirs: Sequence[str], path: Sequence[str], *, link: bool, system: bool = True
+) -> tuple[str, Remedy]:
     """The step that makes the dynamic loader see an install at `location` whose libraries are in `dirs` (machine
     paths), with LD_LIBRARY_PATH as it is (`path`), and the same as a change the doctor can check. `link`: also offer
-    the /opt/rocm link (where nothing is there)."""
+    the /opt/rocm link (where nothing is there). `system`: the install is root's, so the steps for every process
+    (which need sudo) may name it; else only this shell's. Every command is an argument list, quoted as the shell
+    reads it back (shlex.join)."""
     value = ":".join([*dirs, *(p for p in path if p not in dirs)])
-    conf = " ".join(dirs)
-    linked = f"; or link it where the library looks first: sudo ln -s {location} /opt/rocm" if link else ""
-    fix = (
-        f"make the dynamic loader look there: for this shell, export LD_LIBRARY_PATH={value} ROCM_PATH={location}"
-        f"; for every process, printf '%s\\n' {conf} | sudo tee /etc/ld.so.conf.d/rocm.conf && sudo ldconfig{linked}"
-    )
+    export = shlex.join(["export", f"LD_LIBRARY_PATH={value}", f"ROCM_PATH={location}"])
+    fix = f"make the dynamic loader look there: for this shell, {export}"
+    if system:
+        conf = shlex.join(["printf", "%s\\n", *dirs])
+        fix += f"; for every process, {conf} | sudo tee /etc/ld.so.conf.d/rocm.conf && sudo ldconfig"
+        if link:
+            linked = shlex.join(["sudo", "ln", "-s", location, "/opt/rocm"])
+            fix += f"; or link it where the library looks first: {linked}"
     return fix, Remedy(environment=(("LD_LIBRARY_PATH", value), ("ROCM_PATH", location)))
 
 
@@ -321,27 +366,55 @@ def _tree_finding(finding: Finding, tree: Elsewhere, path: Sequence[str], eviden
         f"ROCm {tree.version or tree.major} is installed at {tree.location}, but not where the PJRT library and the "
         "dynamic loader look for it (its RUNPATH names /opt/rocm/lib and pip's folders)"
     )
-    fix, remedy = loader_step(tree.location, tree.library_dirs, path, link=not tree.location.startswith("/opt/rocm"))
+    link = not tree.location.startswith("/opt/rocm")
+    fix, remedy = loader_step(tree.location, tree.library_dirs, path, link=link, system=tree.root_owned)
     return finding._replace(summary=summary, fix=fix, evidence=evidence, remedy=remedy)
 
 
 def _pip_finding(finding: Finding, pip: Elsewhere, evidence: tuple[str, ...]) -> Finding:
-    family = next(
-        (r.split("==")[0][len("rocm-sdk-libraries-") :] for r in pip.requirements if "sdk-libraries-" in r), None
-    )
-    wanted = " ".join(f'"{r}"' for r in pip.requirements) or f'"{PIP_ROCM_DISTRIBUTION}=={pip.version}"'
-    index = f" --extra-index-url {PIP_INDEX.format(family=family)}" if family else ""
+    # Names and versions another environment's metadata states are text another user may have written: only those
+    # that are a distribution name and a version (packaging's grammar) enter the command.
+    wanted = [r for r in pip.requirements if _pinned(r) is not None]
+    if not wanted and pip.version is not None and _pinned(f"{PIP_ROCM_DISTRIBUTION}=={pip.version}") is not None:
+        wanted = [f"{PIP_ROCM_DISTRIBUTION}=={pip.version}"]
+    names = [pinned[0] for r in wanted if (pinned := _pinned(r)) is not None]
+    family = next((n.removeprefix("rocm-sdk-libraries-") for n in names if n.startswith("rocm-sdk-libraries-")), None)
     summary = (
         f"ROCm {pip.version or pip.major} from pip is installed in another Python environment ({pip.location}), not in "
         f"the one running jax ({sys.prefix})"
     )
-    fix = f"install the same ROCm into this environment: {sys.executable} -m pip install {wanted}{index}"
+    if not wanted:
+        fix = f"install ROCm from pip into this environment ({PIP_ROCM_DISTRIBUTION} and its libraries of your GPUs)"
+        return finding._replace(summary=summary, fix=fix, evidence=evidence)
+    index = ["--extra-index-url", PIP_INDEX.format(family=family)] if family else []
+    command = shlex.join([sys.executable, "-m", "pip", "install", *wanted, *index])
+    fix = f"install the same ROCm into this environment: {command}"
     return finding._replace(summary=summary, fix=fix, evidence=evidence)
+
+
+def _pinned(requirement: str) -> tuple[str, str] | None:
+    """(name as written, version) of NAME==VERSION where both keep their grammar (PEP 508 names, PEP 440 versions):
+    the name's case kept (TheRock's index folders are named with it, gfx94X-dcgpu)."""
+    from packaging.utils import InvalidName, canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    name, separator, version = requirement.partition("==")
+    try:
+        if not separator or canonicalize_name(name, validate=True) is None:
+            return None
+        return name, str(Version(version))
+    except (InvalidName, InvalidVersion):
+        return None
 
 
 def _listed_finding(finding: Finding, listed: Elsewhere, evidence: tuple[str, ...]) -> Finding:
     system, package = (listed.package or ":").split(":", 1)
-    step = f"sudo apt-get install --reinstall {package}" if system == "dpkg" else f"sudo dnf reinstall {package}"
+    if not _PACKAGE_NAME[system].fullmatch(package):  # a name no package database allows: said, never run
+        step = f"reinstall the {system} package that lists {listed.runtime}"
+    elif system == "dpkg":
+        step = shlex.join(["sudo", "apt-get", "install", "--reinstall", package])
+    else:
+        step = shlex.join(["sudo", "dnf", "reinstall", package])
     summary = (
         f"the package {package} says it installed the HIP runtime {listed.runtime}, but the file is not there "
         "(deleted, or an upgrade that stopped half way)"

