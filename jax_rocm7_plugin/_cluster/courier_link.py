@@ -35,15 +35,30 @@ class CourierGone(Exception):
         self.returncode = returncode
 
 
+def courier_start(environ: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The courier's command and environment. `-P`: the caller's folder is not put on the courier's sys.path (a
+    `numpy.py` or a `jax/` in a shared project folder would be imported in its place); where this package itself
+    was imported from a folder the interpreter does not search by itself (a checkout), that folder goes on its
+    PYTHONPATH, so that the courier runs this very package."""
+    import site
+
+    environ = {**environ, _environment.COURIER_PARENT: str(os.getpid())}
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if home not in (*site.getsitepackages(), site.getusersitepackages()):
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [home, _environment.read("PYTHONPATH", environ)]))
+    return [sys.executable, "-P", "-m", f"{PLUGIN_PACKAGE}._cluster.courier"], environ
+
+
 class CourierLink:
     def __init__(self, environ: dict[str, str]) -> None:
+        command, environ = courier_start(environ)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", f"{PLUGIN_PACKAGE}._cluster.courier"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**environ, _environment.COURIER_PARENT: str(os.getpid())},
-            cwd=os.getcwd(),
+            env=environ,
+            cwd=os.getcwd(),  # the user's relative paths mean what they meant; -P keeps its modules out
         )
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0

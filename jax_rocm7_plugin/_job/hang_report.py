@@ -121,7 +121,7 @@ def write_page(path: str, level: str, line: str, answers: Mapping[int, Answer], 
 
     try:
         page = hang.render(level, line, answers, count, held_up_by(answers, count))
-        return write(Path(path), page, force=False) is None
+        return write(Path(path), page, force=False, mode=0o600) is None  # in the shared temporary folder: ours alone
     except Exception:  # noqa: BLE001 - never a reason for the report not to be said
         return False
 
@@ -140,9 +140,9 @@ def write_stacks(answers: Mapping[int, Answer], count: int) -> str:
             continue
         lines.append(f"process {process} ({answer.host}), there for {answer.seconds:.0f} s:\n")
         lines.extend(f"    {frame}\n" for frame in answer.frames)
-    try:
-        with open(path, "w", encoding="utf-8") as out:
-            out.writelines(lines)
-    except OSError as error:
-        return f"not written ({error})"
-    return path
+    from jax_rocm7_plugin._pages.output import write
+
+    # The temporary folder is every user's: the file is claimed beside its name and published whole (a link another
+    # user planted at the next pid's name is never followed), readable by this user alone.
+    failed = write(Path(path), "".join(lines), force=False, mode=0o600)
+    return path if failed is None else f"not written ({failed})"

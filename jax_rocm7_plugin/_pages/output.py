@@ -19,8 +19,9 @@ def refusal(destination: Path, *, force: bool, flag: str) -> str | None:
     return None
 
 
-def write(destination: Path, text: str, *, force: bool) -> str | None:
-    """Write `text` to `destination` whole; None, or why it was not written (one line)."""
+def write(destination: Path, text: str, *, force: bool, mode: int = 0o644) -> str | None:
+    """Write `text` to `destination` whole; None, or why it was not written (one line). `mode`: 0o600 for what is
+    written in a folder every user shares (the temporary folder) about a job's processes."""
     from jax_rocm7_plugin._safe_io import claim_beside, publish
 
     try:
@@ -30,7 +31,7 @@ def write(destination: Path, text: str, *, force: bool) -> str | None:
     try:
         with open(partial, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
-        os.chmod(partial, 0o644)
+        os.chmod(partial, mode)
         if not publish(partial, destination, force=force):
             return f"{destination} exists (it appeared meanwhile); add --force to replace it"
         return None

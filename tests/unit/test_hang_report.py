@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,30 @@ def test_a_hang_in_a_collective_says_the_network_between_hosts_where_a_fabric_sa
     assert line.endswith("between hosts RCCL would use node-0: IB over mlx5_0:1; node-1: Socket over eth0")
     quiet = {p: a._replace(network="") for p, a in answers.items()}
     assert "RCCL" not in report(quiet, 3, {})[1]  # no fabric anywhere: nothing to say
+
+
+def test_the_stacks_and_the_page_go_to_the_shared_temporary_folder_as_this_users_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stacks file's name is predictable (pid, second): a link another user planted there is never followed,
+    and what is written is readable by this user alone (0600), the page beside it too."""
+    import stat
+    import tempfile
+
+    from jax_rocm7_plugin._job import hang_report
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(hang_report.time, "time", lambda: 1700000000.0)
+    answers = {0: Answer(0, "node-0", "train.py:40 step", True, 30.0, ("train.py:40 step",))}
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    planted = tmp_path / f"jax-rocm7-hang-{os.getpid()}-1700000000.txt"
+    planted.symlink_to(victim)
+    said = hang_report.write_stacks(answers, 1)
+    assert said.startswith("not written") and victim.read_text() == "keep me\n", said
+    planted.unlink()
+    path = Path(hang_report.write_stacks(answers, 1))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and "train.py:40 step" in path.read_text()
+    page = tmp_path / "hang.html"
+    assert hang_report.write_page(str(page), "warning", "a line", answers, 1)
+    assert stat.S_IMODE(page.stat().st_mode) == 0o600
