@@ -88,18 +88,22 @@ class Verdict(NamedTuple):
 
     @classmethod
     def from_json(cls, text: str) -> Verdict:
+        """A verdict as a peer (process 0, or whoever wrote the key first) published it: its line printable and cut
+        to a line's length, its process ids whole numbers (_job/peer.py); ValueError where it is none."""
+        from jax_rocm7_plugin._job import peer
+
         try:
-            data = json.loads(text)
+            data = peer.loads(text)
             kind = data["kind"]
             if kind not in ("agree", "refuse", "warn", "incomplete"):
                 raise ValueError(f"verdict kind {kind!r}")
             return cls(
                 kind,
-                str(data["line"]),
-                tuple(int(p) for p in data["processes"]),
-                tuple(int(p) for p in data["missing"]),
+                peer.printable(data["line"]),
+                tuple(peer.integer(p) for p in data["processes"]),
+                tuple(peer.integer(p) for p in data["missing"]),
             )
-        except (KeyError, TypeError, json.JSONDecodeError) as error:
+        except (KeyError, TypeError, peer.Malformed) as error:
             raise ValueError(f"not a job-check verdict: {error}") from None
 
 

