@@ -202,10 +202,17 @@ def _shared_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         first = data["first_error"]
         return {
             "versions": tuple((str(k), None if v is None else str(v)) for k, v in data["versions"].items()),
-            "library_path": data["library"]["path"],
-            "library_identity": data["library"]["identity"],
-            "rocm": None if rocm is None else RocmFact(rocm["version"], str(rocm["source"]), str(rocm["location"])),
-            "gpus": tuple(GpuFact(int(g["node"]), g["gfx"], g["unique_id"], g["pci_bus"]) for g in data["gpus"]),
+            "library_path": _optional_str(data["library"]["path"]),
+            "library_identity": _optional_str(data["library"]["identity"]),
+            "rocm": None
+            if rocm is None
+            else RocmFact(_optional_str(rocm["version"]), str(rocm["source"]), str(rocm["location"])),
+            "gpus": tuple(
+                GpuFact(
+                    int(g["node"]), _optional_str(g["gfx"]), _optional_str(g["unique_id"]), _optional_str(g["pci_bus"])
+                )
+                for g in data["gpus"]
+            ),
             "visible": tuple(int(n) for n in data["visible"]),
             "ok": bool(data["ok"]),
             "first_error": None if first is None else (str(first[0]), str(first[1]), str(first[2])),
@@ -245,7 +252,16 @@ def _health(data: Any) -> HealthFact | None:
     if data is None:
         return None
     gpus = tuple(
-        GpuHealthFact(int(g[0]), g[1], _optional_int(g[2]), g[3], g[4], _optional_int(g[5]), g[6]) for g in data["gpus"]
+        GpuHealthFact(
+            int(g[0]),
+            _optional_str(g[1]),
+            _optional_int(g[2]),
+            _optional_str(g[3]),
+            _optional_str(g[4]),
+            _optional_int(g[5]),
+            _optional_str(g[6]),
+        )
+        for g in data["gpus"]
     )
     # A record of a release before the GPUs were named as data carries (id, summary) only.
     faults = tuple(
@@ -258,22 +274,35 @@ def decode(text: str, shared: dict[str, dict[str, Any]] | None = None) -> Proces
     """A record as `encode` wrote it; ValueError when it is none. `shared`: a cache the caller keeps across
     the records of one job, of the part that is the same for a host or the whole job (most of a record),
     so that 10,000 alike records are parsed as a few."""
+    from jax_rocm7_plugin._job import peer
+
+    # A peer's bytes (_job/peer.py): bounded before they are parsed (a record is at most the policy's size; twice
+    # that is room for another release's), nested and valued as JSON a record can be; any field of the wrong type
+    # makes the whole record unreadable, never an exception past this function.
+    limit = 2 * cluster_policy.record_max_bytes()
     own_text, _, shared_text = text.partition("\n")
     try:
-        own = _own_fields(json.loads(own_text))
+        own = _own_fields(peer.loads(own_text, limit))
         fields = shared.get(shared_text) if shared is not None else None
         if fields is None:
-            fields = _shared_fields(json.loads(shared_text))
+            fields = _shared_fields(peer.loads(shared_text, limit))
             if shared is not None:
                 shared[shared_text] = fields
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not a cluster record: {error}") from None
+    except (peer.Malformed, KeyError, IndexError, TypeError, AttributeError, OverflowError, RecursionError) as error:
+        raise ValueError(f"not a cluster record: {type(error).__name__}: {error}") from None
     merged = {**own, **fields}
     return ProcessRecord._make([merged[name] for name in ProcessRecord._fields])  # by position: 10,000 are fast
 
 
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _optional_str(value: Any) -> str | None:
+    """Text a record states as it is, or None; anything else (a list where a name belongs) makes it unreadable."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{value!r} where text belongs")
 
 
 def encode(record: ProcessRecord) -> str:

@@ -42,7 +42,7 @@ def wait_ms(seconds: float) -> int:
 def process_of(key: str) -> int:
     """The process id that ends a published key; -1 where the key ends otherwise."""
     tail = key.rstrip("/").rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
+    return int(tail) if tail.isascii() and tail.isdigit() else -1  # '²' is a digit to str.isdigit, not to int()
 
 
 def read_published(
