@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin._job import peer
 from jax_rocm7_plugin._job.store import process_of, read_published
 from jax_rocm7_plugin._names import PLUGIN_PACKAGE
 from jax_rocm7_plugin._record import NamedTuple
@@ -42,6 +43,19 @@ PLATFORMS_VARIABLE = _environment.HANG_PLATFORMS  # backends besides rocm that a
 DEFAULT_TIMEOUT = _environment.DEFAULT_HANG_TIMEOUT
 HANG_EXIT_CODE = 124  # as timeout(1) says "ran out of time"
 PREFIX = "jax_rocm7/hang"
+# Asks a process answers in one sample at most: a peer that writes a million ask keys costs each process that many
+# reads, never that many answers.
+MAX_ANSWERS_PER_SAMPLE = 8
+
+
+def _ask_id(ask: str, count: int) -> int | None:
+    """The asking process of an ask's name (`<process>-<n>`, ASCII digits, a process of this job), else None."""
+    process, dash, number = ask.partition("-")
+    if not (dash and process.isascii() and process.isdigit() and number.isascii() and number.isdigit()):
+        return None
+    return int(process) if int(process) < count else None
+
+
 BASELINE_WAIT_SECONDS = 30.0  # a backend that has not started by then: the counters are read all the same
 TRAIL_PLACES = 24  # places kept per process for the timeline (at most ~24 x 120 bytes in its answer)
 _JAX_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}{PLUGIN_PACKAGE}{os.sep}")
@@ -309,9 +323,13 @@ class Watcher(threading.Thread):
 
     def _answer(self, frames: list[tuple[str, int, str]], seconds: float) -> None:
         """Publish this process's place for every ask not answered yet; leave where an exit was asked."""
+        fresh = 0
         for key, _ in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/ask/")):
             ask = key.rstrip("/").rsplit("/", 1)[-1]
+            if _ask_id(ask, self.count) is None or fresh >= MAX_ANSWERS_PER_SAMPLE:
+                continue  # not an ask a process of this job makes, or a flood of them: a peer's bytes are data
             if ask not in self.answered:
+                fresh += 1
                 self.answered.add(ask)
                 self.answered_here = True
                 record = self._record(frames, seconds)
@@ -374,7 +392,10 @@ class Watcher(threading.Thread):
         record = self._record(frames, seconds)
         self._call(lambda: self.client.key_value_set(f"{PREFIX}/where/{ask}/{self.process}", record))
         time.sleep(self.sample)  # others who noticed too have asked by now: the lowest of them reports
-        askers = {int(v) for _, v in self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/ask/"))}
+        listed = self._call(lambda: self.client.key_value_dir_get(f"{PREFIX}/ask/"))
+        askers = {
+            p for _, v in listed if (p := _ask_id(f"{v}-1", self.count)) is not None
+        }  # a malformed one is no asker
         if min(askers, default=self.process) != self.process:
             return
         self._report(ask)
@@ -384,7 +405,12 @@ class Watcher(threading.Thread):
 
         deadline = time.monotonic() + self.call_seconds + 2 * self.sample
         found = read_published(self.client, f"{PREFIX}/where/{ask}", range(self.count), deadline)
-        answers = {process: hang_report.answer_of(process, json.loads(text)) for process, text in found.items()}
+        answers = {}
+        for process, text in found.items():
+            try:  # a peer's answer is data (_job/peer.py): one that is not an answer is a process that did not answer
+                answers[process] = hang_report.answer_of(process, peer.loads(text, hang_report.MAX_ANSWER_BYTES))
+            except (ValueError, KeyError, TypeError, IndexError):
+                continue
         level, line = hang_report.report(answers, self.count, {})  # a process that does not answer said no host
         where = hang_report.write_stacks(answers, self.count)
         page = where.removesuffix(".txt") + ".html"

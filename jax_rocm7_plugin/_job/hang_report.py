@@ -98,18 +98,34 @@ def _moved(answers: Mapping[int, Answer]) -> str:
     return "; ".join(f"on {host}, {line}" for host, line in said)
 
 
+# What of a peer's answer is kept: its size before it is parsed, and what it lists (a stack far deeper than any
+# program's, a trail of a day's samples, a host or frame the length of a book make a huge file and page).
+MAX_ANSWER_BYTES = 256 * 1024
+MAX_FRAMES = 64
+MAX_TRAIL = 64
+MAX_TEXT = 300
+
+
 def answer_of(process: int, data: Mapping[str, Any]) -> Answer:
-    """A process's answer as it published it (hang.Watcher._record's JSON, decoded)."""
+    """A process's answer as it published it (hang.Watcher._record's JSON, decoded): every text printable and cut,
+    every list cut, every number finite (_job/peer.py); ValueError, KeyError or TypeError where it is none."""
+    from jax_rocm7_plugin._job.peer import finite_number, printable
+
+    def text(value: object) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"{value!r} where text belongs")
+        return printable(value, MAX_TEXT)
+
     return Answer(
         process,
-        data["host"],
-        data["place"],
+        text(data["host"]),
+        text(data["place"]),
         bool(data["in_jax"]),
-        float(data["seconds"]),
-        tuple(data["frames"]),
-        tuple(str(line) for line in data.get("moved", ())),
-        str(data.get("network", "")),
-        tuple((float(t[0]), str(t[1]), bool(t[2])) for t in data.get("trail", ())),
+        finite_number(data["seconds"]),
+        tuple(text(frame) for frame in list(data["frames"])[:MAX_FRAMES]),
+        tuple(text(line) for line in list(data.get("moved", ()))[:MAX_FRAMES]),
+        text(data.get("network", "")),
+        tuple((finite_number(t[0]), text(t[1]), bool(t[2])) for t in list(data.get("trail", ()))[-MAX_TRAIL:]),
     )
 
 

@@ -194,3 +194,39 @@ def test_the_stacks_and_the_page_go_to_the_shared_temporary_folder_as_this_users
     page = tmp_path / "hang.html"
     assert hang_report.write_page(str(page), "warning", "a line", answers, 1)
     assert stat.S_IMODE(page.stat().st_mode) == 0o600
+
+
+def test_an_answer_is_bounded_and_printable_and_a_broken_one_is_refused() -> None:
+    from jax_rocm7_plugin._job import hang_report
+
+    data = {
+        "host": "node-1\x1b[2J",
+        "place": "train.py:40 step",
+        "in_jax": True,
+        "seconds": 30.0,
+        "frames": [f"f.py:{n} g" for n in range(100000)],
+        "trail": [[float(n), "train.py:40 step", True] for n in range(5000)],
+    }
+    answer = hang_report.answer_of(1, data)
+    assert answer.host == "node-1[2J" and len(answer.frames) == hang_report.MAX_FRAMES
+    assert len(answer.trail) == hang_report.MAX_TRAIL and answer.trail[-1][0] == 4999.0
+    for broken in ({**data, "seconds": float("inf")}, {**data, "host": ["a"]}, {**data, "frames": 5}):
+        with pytest.raises((ValueError, TypeError)):
+            hang_report.answer_of(1, broken)
+
+
+def test_asks_are_read_as_data_and_a_flood_of_them_costs_a_few_answers() -> None:
+    """A malformed ask (a value that is no process) no longer ends the asker's report; a million ask keys make no
+    process publish a million answers."""
+    from tests.support.kv_store import Store
+
+    names = ("1-2", "3-1", "4-1", "x-1", "\u00b2-1", "1-", "1")
+    assert [hang._ask_id(a, 4) for a in names] == [1, 3, None, None, None, None, None]
+    store = Store()
+    for n in range(2000):
+        store.key_value_set(f"{hang.PREFIX}/ask/{n % 4}-{n}", str(n % 4))
+    store.key_value_set(f"{hang.PREFIX}/ask/evil", "not a process")
+    watcher = hang.Watcher(store, 0, 4, hang.read_settings({"JAX_ROCM_HANG_TIMEOUT": "1"}), alive=lambda: False)
+    watcher._answer([("train.py", 40, "step")], 5.0)
+    answered = [k for k, _ in store.key_value_dir_get(f"{hang.PREFIX}/where/")]
+    assert len(answered) == hang.MAX_ANSWERS_PER_SAMPLE, len(answered)
