@@ -15,13 +15,27 @@ from collections.abc import Iterable, Mapping
 
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin._job.steering import REDACTED as REDACTED  # one marker for a record and a report
-from jax_rocm7_plugin._job.steering import looks_secret
+from jax_rocm7_plugin._job.steering import looks_secret, scrub_shapes
 
 # The report's own words: wider than the cluster policy's (PASS), since a bundle holds whatever the program printed.
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
+SECRET_WORDS = (
+    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE", "JWT",
+    "CONNECTION_STRING",
+)  # fmt: skip
 MIN_LITERAL = 4
-# scheme://user:password@host (a user without a password is kept: it is no secret)
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^/\s@]*)@")
+# scheme://user:password@host, its scheme where no scheme character precedes it (linear on a long run of letters).
+# A user without a password is kept where it reads as a name; a long one is a token given as the user
+# (https://ghp_...@github.com, https://oauth2:TOKEN@...): taken out too.
+_URL_CREDENTIALS = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^/\s@]*)@"
+)
+_URL_TOKEN_USER = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]{20,})@")
+# A secret passed on a command line: --token=VALUE, --password VALUE, --api-key VALUE ...
+_ARGUMENT = re.compile(
+    r"(?P<flag>(?<![\w-])--?[A-Za-z0-9_-]*(?:token|password|passwd|secret|api[-_]?key|auth)[A-Za-z0-9_-]*(?:=|\s+))"
+    r"(?P<value>[^\s\"']+)",
+    re.IGNORECASE,
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -56,19 +70,20 @@ class Redactor:
 
     def text(self, text: str) -> str:
         text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+        text = _URL_TOKEN_USER.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+        text = _ARGUMENT.sub(lambda m: f"{m.group('flag')}{REDACTED}", text)
+        text = scrub_shapes(text)
         for literal in self._literals:
             text = text.replace(literal, REDACTED)
         return text
 
     def data(self, data: bytes) -> bytes:
-        """Bytes of any file: literals replaced in their UTF-8 form, URL credentials where the bytes are text."""
+        """Bytes of any file: literals replaced in their UTF-8 form, then every pattern over the whole of it: bytes
+        that are not UTF-8 (a binary, a tail cut inside a character) are carried through as they are
+        (surrogateescape), so they never turn the patterns off for the rest of the file."""
         for literal in self._literals:
             data = data.replace(literal.encode("utf-8", "surrogateescape"), REDACTED.encode())
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return data
-        return self.text(text).encode("utf-8")
+        return self.text(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
     def found_in(self, chunks: Iterable[bytes]) -> list[str]:
         """Which secret literals still occur in these bytes (for the report's own check before it writes)."""
