@@ -14,6 +14,9 @@ GPU), `prove` (check each fix the doctor can make), `rerun` (the plain diagnosis
 
 from __future__ import annotations
 
+import os
+import site
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,12 +24,28 @@ from typing import TYPE_CHECKING, Any
 
 from jax_rocm7_plugin import _environment
 from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._doctor import invariants
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding, Remedy
-from jax_rocm7_plugin._names import HIP_SONAME
-from jax_rocm7_plugin._pipeline import Facts, checks, used_gpus
+from jax_rocm7_plugin._machine import host_path, packages, unrooted
+from jax_rocm7_plugin._machine.gpu_kernels import kernel_findings, library_kernels
+from jax_rocm7_plugin._machine.identity import read_identity
+from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
+from jax_rocm7_plugin._machine.memory import gpu_memory, memory_findings
+from jax_rocm7_plugin._machine.packages import OUR_DISTRIBUTIONS
+from jax_rocm7_plugin._machine.rocm_install import loaded_install
+from jax_rocm7_plugin._machine.toolchain import toolchain_findings
+from jax_rocm7_plugin._machine.transport import read_transport
+from jax_rocm7_plugin._names import HIP_SONAME, ROCM_MAJOR
+from jax_rocm7_plugin._pipeline import Facts, checks, library_release, rocm_install, situation, used_gpus
+from jax_rocm7_plugin._policy import known_issues, releases
+from jax_rocm7_plugin._policy.gfx_targets import override_target
+from jax_rocm7_plugin._policy.known_issues import version_tuple
+from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 from jax_rocm7_plugin._record import NamedTuple
-from jax_rocm7_plugin._settings import Settings
+from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+from jax_rocm7_plugin._settings import PJRT_LIBRARY, SYSROOT, Settings
+from jax_rocm7_plugin.version import JAX_RELEASE
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.gpu_health import NodeHealth
@@ -62,7 +81,6 @@ def _loader_checks_read(facts: Mapping[str, Any]) -> Checked:
 
 @DOCTOR.rule("read", gives="plugins")
 def _installed_plugins(facts: Mapping[str, Any]) -> PluginInventory:
-    from jax_rocm7_plugin._machine import packages
 
     return packages.inventory()
 
@@ -101,7 +119,6 @@ def _loader_checks(facts: Mapping[str, Any]) -> Sequence[Finding]:
 
 @DOCTOR.rule("find", reads=("plugins",))
 def _other_plugins(facts: Mapping[str, Any]) -> list[Finding]:
-    from jax_rocm7_plugin._machine import packages
 
     return packages.plugin_findings(facts["plugins"])
 
@@ -118,7 +135,6 @@ def _libraries_opened_by_name(facts: Mapping[str, Any]) -> list[Finding]:
 
 @DOCTOR.rule("find", reads=("checked", "memories"))
 def _gpu_memory(facts: Mapping[str, Any]) -> list[Finding]:
-    from jax_rocm7_plugin._machine.memory import memory_findings
 
     used = {node.index for _, node in used_gpus(facts["checked"].facts)}  # a hidden GPU gets no finding of its own
     return memory_findings([m for m in facts["memories"] if m.node_index in used])
@@ -144,21 +160,18 @@ def _first_compile_toolchain(facts: Mapping[str, Any]) -> list[Finding]:
 
 @DOCTOR.rule("find", reads=("checked",))
 def _one_rocm_per_process(facts: Mapping[str, Any]) -> list[Finding]:
-    from jax_rocm7_plugin._doctor import invariants
 
     return invariants.mixed_rocm(facts["checked"].facts)
 
 
 @DOCTOR.rule("find", reads=("settings", "checked"))
 def _variables(facts: Mapping[str, Any]) -> list[Finding]:
-    from jax_rocm7_plugin._doctor import invariants
 
     return invariants.variable_findings(facts["settings"], _release_or_none(facts["checked"].facts))
 
 
 @DOCTOR.rule("find", reads=("checked",))
 def _running_kernel(facts: Mapping[str, Any]) -> list[Finding]:
-    from jax_rocm7_plugin._doctor import invariants
 
     return invariants.kernel_findings(facts["checked"].facts)
 
@@ -189,15 +202,12 @@ def _package_step(facts: Mapping[str, Any], found: list[Finding]) -> list[Findin
 @DOCTOR.rule("refine", reads=("checked", "math"))
 def _hide_unserved(facts: Mapping[str, Any], found: list[Finding]) -> list[Finding]:
     """What only a GPU no library serves causes is said once, by the finding that names that GPU."""
-    from jax_rocm7_plugin._doctor import invariants
-
     state = facts["checked"].facts
     return invariants.hide_unserved(state, found, {*facts["math"][1], *_uncovered(state)})
 
 
 @DOCTOR.rule("refine", reads=("checked",), after=("hide-unserved",))
 def _unneeded_override(facts: Mapping[str, Any], found: list[Finding]) -> list[Finding]:
-    from jax_rocm7_plugin._doctor import invariants
 
     return invariants.unneeded_override(facts["checked"].facts, found)
 
@@ -261,9 +271,7 @@ def _rocm_elsewhere(facts: Facts, found: list[Finding]) -> list[Finding]:
     missing = next((f for f in found if f.id == "rocm-not-found"), None)
     if missing is None:
         return found
-    from jax_rocm7_plugin._machine.identity import read_identity
     from jax_rocm7_plugin._machine.rocm_elsewhere import refine, search
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     settings = facts.settings
     known = [p for i in (facts.runtime.installs if facts.runtime is not None else []) for p in i.hip_runtimes]
@@ -288,9 +296,7 @@ def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
         return found
     if any(f.id in ("rocm-not-found", "rocm-major-mismatch") for f in found):
         return found
-    from jax_rocm7_plugin._machine.rocm_install import loaded_install
     from jax_rocm7_plugin._machine.rocm_package_step import package_step
-    from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 
     missing = [n for n in report.missing_names if is_rocm_library(n)]
     if not missing:
@@ -311,10 +317,7 @@ def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
 def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
     """library-dependency-missing where a ROCm 7 install on this machine holds every missing library, in folders the
     dynamic loader does not search: the step that makes it look there (checked), not "install ROCm 7"."""
-    from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._machine import unrooted
     from jax_rocm7_plugin._machine.rocm_elsewhere import loader_step
-    from jax_rocm7_plugin._names import ROCM_MAJOR
 
     settings, runtime = facts.settings, facts.runtime
     assert runtime is not None
@@ -345,10 +348,6 @@ def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
 
 def _toolchain(facts: Facts, found: list[Finding]) -> list[Finding]:
     """device-bitcode-missing where this release's library needs ROCm's bitcode or ld.lld and no ROCm has them."""
-    from jax_rocm7_plugin._machine.toolchain import toolchain_findings
-    from jax_rocm7_plugin._policy import releases
-    from jax_rocm7_plugin.version import JAX_RELEASE
-
     row = releases.get(JAX_RELEASE)
     if row is None or facts.runtime is None or any(f.id == "device-bitcode-missing" for f in found):
         return []  # a release the table lacks, no ROCm looked at, or pip ROCm's check has said it
@@ -361,9 +360,6 @@ def _transport(facts: Facts) -> list[Finding]:
     """The transport RCCL would use between hosts against the fastest this machine has (_machine/transport.py): a
     gap is a warning in a job across hosts (a launcher says so), info on one host; NCCL_NET naming a network that is
     not here is an error wherever RCCL starts."""
-    from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._machine.transport import read_transport
-
     settings = facts.settings
     verdict = read_transport(settings, facts.runtime.installs if facts.runtime is not None else ())
     if verdict is None:
@@ -396,7 +392,6 @@ def _transport(facts: Facts) -> list[Finding]:
 
 def _guides(fabric: str | None, settings: Settings) -> list[Finding]:
     """In a job across hosts on a fabric the sites' guides cover: what they require or mark harmful."""
-    from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._policy.fabric_guides import problems
 
     found = []
@@ -418,15 +413,11 @@ def _release_or_none(facts: Facts) -> str | None:
     """The jax release of the PJRT library, where one was chosen (XLA_FLAGS' names are judged per release)."""
     if facts.library is None:
         return None
-    from jax_rocm7_plugin._pipeline import library_release
 
     return library_release(facts)
 
 
 def _root_owned(root: Path, location: str) -> bool:
-    import os
-
-    from jax_rocm7_plugin._machine import host_path
 
     try:
         return os.stat(host_path(root, location)).st_uid == 0
@@ -437,24 +428,19 @@ def _root_owned(root: Path, location: str) -> bool:
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:
     """The health of every GPU of the node (hidden ones too: a degraded GPU is the node's, whoever uses it) and the
     host settings AMD documents for them (_machine/gpu_health.py), and when it was read; a hung read is a finding."""
-
     machine = facts.machine
     if machine is None or not machine.topology.gpus:
         return None, 0.0
     from jax_rocm7_plugin._machine.gpu_health import read_in_time
-    from jax_rocm7_plugin._safe_io import Deadline
 
     try:
         return read_in_time(facts.settings.sysroot, machine.topology), time.monotonic()
     except Deadline as late:
-        from jax_rocm7_plugin._findings import machine_probe_timeout
-
-        return machine_probe_timeout(late.path, late.seconds), 0.0
+        return catalog.machine_probe_timeout(late.path, late.seconds), 0.0
 
 
 def _health_since(facts: Facts, before: NodeHealth | Finding | None, read_at: float) -> list[Finding]:
     """--deep: the counters read again after the runtime and the first jit ran: what rose meanwhile."""
-
     if before is None or isinstance(before, Finding):
         return []
     after, _ = _read_health(facts)
@@ -467,12 +453,6 @@ def _health_since(facts: Facts, before: NodeHealth | Finding | None, read_at: fl
 
 def _child_environment(settings: Settings) -> dict[str, str]:
     """This process's environment, with the machine and library the doctor looked at (--sysroot, --library)."""
-    import os
-    import site
-    import sys
-
-    from jax_rocm7_plugin._settings import PJRT_LIBRARY, SYSROOT
-
     environ = dict(os.environ)
     # The child imports jax, which must find this very plugin: where it runs from a checkout (or any folder
     # the interpreter does not search by itself), that folder goes on the child's PYTHONPATH.
@@ -488,10 +468,6 @@ def _child_environment(settings: Settings) -> dict[str, str]:
 
 def _known_issues(facts: Facts, plugins: PluginInventory) -> list[Finding]:
     """A known-issue finding for each public bug of the versions this machine runs (_policy/known_issues.json)."""
-    from jax_rocm7_plugin._machine.packages import OUR_DISTRIBUTIONS
-    from jax_rocm7_plugin._pipeline import situation
-    from jax_rocm7_plugin._policy import known_issues
-
     others = tuple(sorted(name for name in plugins.distributions if name not in OUR_DISTRIBUTIONS))
     here = situation(facts, thorough=True, other_plugins=others)
     return [known_issues.finding(match, here) for match in known_issues.matches(here)]
@@ -500,8 +476,6 @@ def _known_issues(facts: Facts, plugins: PluginInventory) -> list[Finding]:
 def used_processors(facts: Facts) -> list[str]:
     """The processors of the GPUs HIP will use and can open, as the runtime names them to the libraries (after
     HSA_OVERRIDE_GFX_VERSION)."""
-    from jax_rocm7_plugin._policy.gfx_targets import override_target
-
     override = facts.settings.hsa_override
     target = override_target(override) if override else None
     names = [target or node.gfx_target for _, node in used_gpus(facts)]
@@ -521,8 +495,6 @@ def _math_libraries(facts: Facts) -> tuple[list[Finding], set[str]]:
     """math-library-gpu-unsupported: the kernel files of rocBLAS, hipBLASLt and MIOpen, read beside the copies
     the dynamic loader takes (a dependency of the PJRT library, else where it would open them from); and the
     processors a library whose absence aborts or fails has no kernels for."""
-    from jax_rocm7_plugin._machine.gpu_kernels import kernel_findings, library_kernels
-    from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
     from jax_rocm7_plugin._policy.math_libraries import libraries
 
     gpus = used_processors(facts)
@@ -543,7 +515,6 @@ def _math_libraries(facts: Facts) -> tuple[list[Finding], set[str]]:
         if s.library.without != "slower" and (s.laid_out or not s.folder.is_dir())
         for gfx in s.missing
     }
-    from jax_rocm7_plugin._pipeline import rocm_install
 
     install = rocm_install(facts)
     return kernel_findings(states, install.version if install is not None else None), unserved
@@ -556,11 +527,7 @@ def _opened_libraries(facts: Facts) -> list[Finding]:
     wsl = machine is not None and machine.wsl_dxg and not machine.topology.present
     if not wsl or facts.runtime is None:
         return []
-    from jax_rocm7_plugin._machine import host_path
-    from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
     from jax_rocm7_plugin._machine.opened_libraries import USUAL_FOLDERS, opened_findings, resolve
-    from jax_rocm7_plugin._pipeline import rocm_install
-    from jax_rocm7_plugin._policy.known_issues import version_tuple
     from jax_rocm7_plugin._policy.opened_libraries import libraries
 
     settings = facts.settings
@@ -583,7 +550,6 @@ def _opened_libraries(facts: Facts) -> list[Finding]:
 
 
 def _memory(facts: Facts) -> list[GpuMemory]:
-    from jax_rocm7_plugin._machine.memory import gpu_memory
 
     return gpu_memory(facts.settings.sysroot, facts.machine.topology) if facts.machine is not None else []
 

