@@ -22,7 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jax_rocm7_plugin import _environment
+from jax_rocm7_plugin import (
+    _environment,
+    version,  # its release read at each run: a build stamps it, tests set it
+)
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._doctor import invariants
 from jax_rocm7_plugin._engine import RuleSet
@@ -45,7 +48,6 @@ from jax_rocm7_plugin._policy.rocm_policy import is_rocm_library
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 from jax_rocm7_plugin._settings import PJRT_LIBRARY, SYSROOT, Settings
-from jax_rocm7_plugin.version import JAX_RELEASE
 
 if TYPE_CHECKING:
     from jax_rocm7_plugin._machine.gpu_health import NodeHealth
@@ -348,12 +350,14 @@ def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
 
 def _toolchain(facts: Facts, found: list[Finding]) -> list[Finding]:
     """device-bitcode-missing where this release's library needs ROCm's bitcode or ld.lld and no ROCm has them."""
-    row = releases.get(JAX_RELEASE)
+    row = releases.get(version.JAX_RELEASE)
     if row is None or facts.runtime is None or any(f.id == "device-bitcode-missing" for f in found):
         return []  # a release the table lacks, no ROCm looked at, or pip ROCm's check has said it
     pip = facts.pip_rocm  # the loader points HIP_DEVICE_LIB_PATH and PATH at it
     pip_folders = [p for p in (pip.bitcode_dir, pip.lld_dir) if p is not None] if pip is not None else []
-    return toolchain_findings(row.first_compile, facts.runtime.installs, facts.settings, JAX_RELEASE, pip_folders)
+    return toolchain_findings(
+        row.first_compile, facts.runtime.installs, facts.settings, version.JAX_RELEASE, pip_folders
+    )
 
 
 def _transport(facts: Facts) -> list[Finding]:
