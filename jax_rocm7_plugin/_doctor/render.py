@@ -45,7 +45,8 @@ def fold(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Fin
 def _folded_line(folded: list[Finding], report: Report) -> str:
     missing = report.library.missing_dependencies if report.library is not None else None
     phrase = folded_phrase([f.id for f in folded], len(missing or ()))
-    return f"      also missing for this reason: {phrase} (--verbose lists them)"
+    missing_only = all(f.id in ("library-dependency-missing", "extension-module-unavailable") for f in folded)
+    return f"      also {'missing ' if missing_only else ''}for this reason: {phrase} (--verbose lists them)"
 
 
 def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:

@@ -125,8 +125,8 @@ def folded_phrase(consequences: Sequence[str], missing_libraries: int) -> str:
     modules = sum(1 for c in consequences if c == "extension-module-unavailable")
     parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
     parts += [f"{modules} extension module(s) jax imports"] if modules else []
-    others = len([c for c in consequences if c not in ("library-dependency-missing", "extension-module-unavailable")])
-    parts += [f"{others} other finding(s)"] if others else []
+    others = [c for c in consequences if c not in ("library-dependency-missing", "extension-module-unavailable")]
+    parts += [", ".join(dict.fromkeys(others))] if others else []
     return " and ".join(parts)
 
 
@@ -164,7 +164,11 @@ def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12, mi
         consequences = folded.pop(str(item.get("id")), None)  # under the first entry of its cause
         if consequences:
             phrase = folded_phrase(consequences, missing_libraries)
-            parts.append(f'<div class="fix folded"><b>Also missing for this reason:</b> {esc(phrase)}</div>')
+            missing_only = all(
+                c in ("library-dependency-missing", "extension-module-unavailable") for c in consequences
+            )
+            label = "Also missing for this reason:" if missing_only else "Also for this reason:"
+            parts.append(f'<div class="fix folded"><b>{label}</b> {esc(phrase)}</div>')
         evidence = list(item.get("evidence", ()))
         if evidence:
             shown = "".join(f"<li>{esc(line)}</li>" for line in evidence[:limit_evidence])

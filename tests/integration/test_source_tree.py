@@ -58,3 +58,23 @@ def test_the_same_release_installed_is_said_as_info_and_another_folder_says_noth
     (in_place / "jax_rocm7_plugin").symlink_to(REPO / "jax_rocm7_plugin")
     _, findings = _doctor(in_place, in_place, root)
     assert "plugin-source-tree-shadows-install" not in {f["id"] for f in findings}, findings
+
+
+def test_the_text_and_the_page_fold_the_version_findings_under_it_by_their_ids() -> None:
+    """The checkout's 0.10.2 judged against an installed jax 0.12.0 and its pjrt: both skews follow from the tree being
+    imported in the install's place, and are said under it by id (they are no missing libraries)."""
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._doctor.render import render_html, render_text
+    from jax_rocm7_plugin._doctor.report import Report
+
+    found = [
+        catalog.source_tree_shadows_install("/src/jax_rocm7_plugin", "/venv/jax_rocm7_plugin", "0.12.0", "0.10.2",
+                                            differs=True),
+        catalog.version_skew("jaxlib", "jaxlib 0.12.0 is installed", "pip install ...", ()),
+        catalog.version_skew("pjrt", "jax-rocm7-pjrt 0.12.0 is installed", "pip install ...", ()),
+    ]  # fmt: skip
+    report = Report(tuple(catalog.with_causes(found)), "/", ())
+    text = render_text(report)
+    assert "also for this reason: version-skew-jaxlib, version-skew-pjrt (--verbose lists them)" in text, text
+    assert "[error] version-skew" not in text
+    assert "Also for this reason:</b> version-skew-jaxlib, version-skew-pjrt" in render_html(report)
