@@ -540,6 +540,16 @@ def compile_temp_dir_unusable(
     return Finding("compile-temp-dir-unusable", "error", summary, fix, evidence, concerns=concerns)
 
 
+def compile_temp_dir_unanswered(path: str | None, seconds: float, variables: tuple[str, ...]) -> Finding:
+    """The same kind where reading the candidates ran out of time (a stale network mount): tsl stats them the same
+    way before the first compile, and would wait as long."""
+    what = path or "the temporary folders"
+    summary = f"{what} did not answer within {seconds:g} s: XLA looks there before compiling each GPU kernel"
+    fix = "set TMPDIR to a local folder this user can write in (e.g. TMPDIR=$HOME/tmp after mkdir -p $HOME/tmp)"
+    concerns = Concerns(variables=variables, files=(path,) if path else ())
+    return Finding("compile-temp-dir-unusable", "error", summary, fix, (f"reading {what}",), concerns=concerns)
+
+
 def version_skew(kind: SkewKind, summary: str, fix: str, evidence: tuple[str, ...]) -> Finding:
     finding_id: FindingId = "version-skew-jaxlib" if kind == "jaxlib" else "version-skew-pjrt"
     return Finding(finding_id, "error", summary, fix, evidence)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jax_rocm7_plugin._doctor.report import Report
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._pages.html import folded_phrase
+from jax_rocm7_plugin._pages.html import folded_lead, folded_phrase
 
 EVIDENCE_LINES = 3  # per entry, unless verbose
 
@@ -44,9 +44,8 @@ def fold(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Fin
 
 def _folded_line(folded: list[Finding], report: Report) -> str:
     missing = report.library.missing_dependencies if report.library is not None else None
-    phrase = folded_phrase([f.id for f in folded], len(missing or ()))
-    missing_only = all(f.id in ("library-dependency-missing", "extension-module-unavailable") for f in folded)
-    return f"      also {'missing ' if missing_only else ''}for this reason: {phrase} (--verbose lists them)"
+    ids = [f.id for f in folded]
+    return f"      {folded_lead(ids)}: {folded_phrase(ids, len(missing or ()))} (--verbose lists them)"
 
 
 def _entry(group: list[Finding], verbose: bool) -> Iterator[str]:

@@ -15,22 +15,33 @@ from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.identity import read_identity
 from jax_rocm7_plugin._machine.temp_dir import CANDIDATES, TempDir, may_write_in, read_temp_dir
+from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
 RULES = RuleSet("compile-temp-dir")
 
 
+# A stat of a folder on a stale network mount waits for the mount: the reader runs under a deadline.
+READ_SECONDS = 5.0
+
+
 @RULES.rule("read", reads=("settings",), gives="temp-dir")
-def _temp_dir(facts: Mapping[str, Any]) -> TempDir:
+def _temp_dir(facts: Mapping[str, Any]) -> TempDir | Deadline:
     settings = facts["settings"]
-    return read_temp_dir(settings.sysroot, settings.environ or {})
+    try:
+        return with_deadline(lambda: read_temp_dir(settings.sysroot, settings.environ or {}), READ_SECONDS)
+    except Deadline as late:
+        return late
 
 
-@RULES.rule("find", reads=("temp-dir", "checked"))
+@RULES.rule("find", reads=("temp-dir", "checked", "settings"))
 def _compile_temp_dir(facts: Mapping[str, Any]) -> list[Finding]:
-    temp: TempDir = facts["temp-dir"]
+    temp: TempDir | Deadline = facts["temp-dir"]
     machine = facts["checked"].facts.machine
     if machine is None or not machine.usable_gpus:
         return []
+    if isinstance(temp, Deadline):
+        named = tuple(n for n in CANDIDATES if facts["settings"].environ and facts["settings"].environ.get(n))
+        return [catalog.compile_temp_dir_unanswered(temp.path, temp.seconds, named)]
     evidence = tuple(
         f"{c.named_by}={c.path}: {c.why_not or 'taken'}"
         if c.named_by != c.path

@@ -30,7 +30,7 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._doctor import invariants
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding, Remedy
-from jax_rocm7_plugin._machine import host_path, packages, unrooted
+from jax_rocm7_plugin._machine import host_path, packages, root_owned, unrooted
 from jax_rocm7_plugin._machine.gpu_kernels import kernel_findings, library_kernels
 from jax_rocm7_plugin._machine.identity import read_identity
 from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
@@ -331,7 +331,7 @@ def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
         if not holding or not all(any((d / n).exists() for d in holding) for n in missing):
             continue
         dirs = [unrooted(d, root) for d in install.library_dirs]
-        system = _root_owned(root, install.location)  # sudo's steps name only what root owns
+        system = root_owned(root, install.location)  # sudo's steps name only what root owns
         link = not (root / "opt" / "rocm").exists()
         fix, remedy = loader_step(install.location, dirs, settings.ld_library_path, link=link, system=system)
         summary = (
@@ -419,14 +419,6 @@ def _release_or_none(facts: Facts) -> str | None:
         return None
 
     return library_release(facts)
-
-
-def _root_owned(root: Path, location: str) -> bool:
-
-    try:
-        return os.stat(host_path(root, location)).st_uid == 0
-    except OSError:
-        return False
 
 
 def _read_health(facts: Facts) -> tuple[NodeHealth | Finding | None, float]:

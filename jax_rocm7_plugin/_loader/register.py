@@ -11,11 +11,12 @@ and the fix, and a backend factory under 'rocm' that raises that same cause, so
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import logging
 import os
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 # Only what a machine without an AMD GPU needs is imported up front: this module is
@@ -27,7 +28,6 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._loader import job_gate
 from jax_rocm7_plugin._loader import warm as _warm
-from jax_rocm7_plugin._loader.job_gate import RocmUnavailable
 from jax_rocm7_plugin._names import BACKEND, PLUGIN_DISTRIBUTION, PLUGIN_PACKAGE, XLA_PLATFORM
 from jax_rocm7_plugin._pipeline import Facts, first_blocking_finding
 from jax_rocm7_plugin._record import NamedTuple
@@ -358,25 +358,12 @@ def _extension_missing(plan: Plan) -> str | None:
 
 
 def _report_unavailable(finding: Finding, platforms: str | None, facts: Facts | None = None) -> None:
-    """One warning line (unless jax will raise it as an error), and a factory that raises it (after taking
-    part in the job check, where `facts` says what this process learned: the others must hear that its
-    backend will not come up)."""
-    from jax._src import xla_bridge
-
-    if not rocm_required(platforms):
-        logger.warning("ROCm backend unavailable, jax falls back to CPU: %s [%s]", finding.sentence(), finding.id)
-    if BACKEND in xla_bridge._backend_factories:
-        return  # someone registered 'rocm' already (another ROCm plugin): leave theirs alone
-
-    in_a_job = facts is not None and job_gate.distributed_job() is not None
-
-    def unavailable() -> Any:
-        if in_a_job:
-            assert facts is not None
-            _job_check(facts, finding, platforms)
-        raise RocmUnavailable(f"{finding.sentence()} [{finding.id}]")
-
-    xla_bridge.register_backend_factory(BACKEND, unavailable, priority=PRIORITY, fail_quietly=True)
+    """The refusal (_warm.refuse), after taking part in the job check where `facts` says what this process
+    learned: the others must hear that its backend will not come up."""
+    before_raise: Callable[[], object] | None = None
+    if facts is not None and job_gate.distributed_job() is not None:
+        before_raise = functools.partial(_job_check, facts, finding, platforms)
+    _warm.refuse(f"{finding.sentence()} [{finding.id}]", rocm_required(platforms), before_raise)
 
 
 def _check_job_at_backend_start(facts: Facts, platforms: str | None) -> None:

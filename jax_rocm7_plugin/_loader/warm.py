@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +285,8 @@ def register_from_plan(platforms: str | None) -> bool:
         logger.debug("ROCm backend: the plan of the last start does not hold (%s); checking again", changed)
         return False
     if "refused" in plan:
-        refuse(plan["refused"], platforms)
+        # the plan's key holds the platforms, so a plan made where rocm was asked for is read only where it still is
+        refuse(plan["refused"], required=bool(platforms and platforms.strip()))
         return True
     register(plan)
     global job_plan
@@ -305,18 +306,20 @@ class RocmUnavailable(RuntimeError):
     carries the sentence (jax says it where rocm was asked for)."""
 
 
-def refuse(line: str, platforms: str | None) -> None:
-    """What the cold path's refusal does, from its plan: the warning line (unless jax will raise it as its error,
-    rocm being asked for), and a factory that raises it."""
+def refuse(line: str, required: bool, before_raise: Callable[[], object] | None = None) -> None:
+    """A refused backend, from the cold path's finding or from a plan: the warning line (unless rocm was asked for,
+    so jax raises the line as its error), and a factory that raises it, after `before_raise` (the job check, where
+    the others must hear that this process's backend will not come up)."""
     from jax._src import xla_bridge
 
-    required = bool(platforms and platforms.strip())  # the plan's key holds the platforms: rocm is among them
     if not required:
         logger.warning("ROCm backend unavailable, jax falls back to CPU: %s", line)
     if BACKEND in xla_bridge._backend_factories:
         return  # another ROCm plugin registered 'rocm': leave theirs alone
 
     def unavailable() -> Any:
+        if before_raise is not None:
+            before_raise()
         raise RocmUnavailable(line)
 
     xla_bridge.register_backend_factory(BACKEND, unavailable, priority=PRIORITY, fail_quietly=True)

@@ -11,6 +11,14 @@ def host_path(root: Path, absolute: str | os.PathLike[str]) -> Path:
     return root / os.fspath(absolute).lstrip("/")
 
 
+def root_owned(root: Path, absolute: str) -> bool:
+    """Whether root owns `absolute` (False where it cannot be read): only then may a fix advise sudo for it."""
+    try:
+        return os.stat(host_path(root, absolute)).st_uid == 0
+    except (OSError, ValueError):
+        return False
+
+
 def resolved(path: Path) -> Path:
     """`path` with its links followed (_safe_io.real_path): a link that loops, or a name with a NUL byte, stays as it
     is instead of raising, so that a damaged tree is read as damaged."""

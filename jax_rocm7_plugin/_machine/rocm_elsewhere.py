@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jax_rocm7_plugin._findings import Finding, Remedy
-from jax_rocm7_plugin._machine import host_path, resolved, unrooted
+from jax_rocm7_plugin._machine import host_path, resolved, root_owned, unrooted
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
 from jax_rocm7_plugin._record import NamedTuple
 
@@ -105,11 +105,7 @@ def _judged(root: Path, item: Elsewhere, uid: int, gid: int) -> Elsewhere:
         (r for f in dict.fromkeys(map(str, folders)) if (r := untrusted_reason(str(home), f, uid=uid, gid=gid))),
         None,
     )
-    try:
-        root_owned = os.stat(home).st_uid == 0
-    except OSError:
-        root_owned = False
-    return item._replace(untrusted=why, root_owned=root_owned)
+    return item._replace(untrusted=why, root_owned=root_owned(root, item.location))
 
 
 def _bounded_glob(root: Path, patterns: Sequence[str], limit: int) -> Iterator[Path]:

@@ -12,7 +12,6 @@ A reader: under a sysroot, bounded (a stat per candidate), typed facts, no sente
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.identity import OVERFLOW_ID, Identity
 from jax_rocm7_plugin._record import NamedTuple
+from jax_rocm7_plugin._safe_io import stat_named
 
 CANDIDATES = ("TEST_TMPDIR", "TMPDIR", "TMP")  # then FALLBACK, in tsl's order
 FALLBACK = "/tmp"
@@ -50,7 +50,7 @@ def read_temp_dir(root: Path, environ: Mapping[str, str]) -> TempDir:
         if not value:
             continue  # unset or empty: tsl skips it
         try:
-            info = os.stat(host_path(root, value)) if value.startswith("/") else os.stat(value)
+            info = stat_named(host_path(root, value) if value.startswith("/") else value)
         except (OSError, ValueError) as error:
             considered.append(Candidate(named_by, value, getattr(error, "strerror", None) or str(error)))
             continue

@@ -117,6 +117,15 @@ def verdict(level: str, text: str, meta: str = "") -> str:
     return line + (f'<p class="meta">{esc(meta)}</p>' if meta else "")
 
 
+# Consequences that are things missing (the libraries and modules a missing ROCm takes with it).
+MISSING_KINDS = ("library-dependency-missing", "extension-module-unavailable")
+
+
+def folded_lead(consequences: Sequence[str]) -> str:
+    """The words before the folded phrase: "also missing for this reason" where every consequence is missing."""
+    return "also missing for this reason" if all(c in MISSING_KINDS for c in consequences) else "also for this reason"
+
+
 def folded_phrase(consequences: Sequence[str], missing_libraries: int) -> str:
     """What is folded under a cause, as one phrase, the text report's and the pages' words alike: "11 libraries the
     PJRT library needs and 8 extension module(s) jax imports" (`consequences`: their ids; `missing_libraries`: how
@@ -125,7 +134,7 @@ def folded_phrase(consequences: Sequence[str], missing_libraries: int) -> str:
     modules = sum(1 for c in consequences if c == "extension-module-unavailable")
     parts = [f"{libraries} librar{'y' if libraries == 1 else 'ies'} the PJRT library needs"] if libraries else []
     parts += [f"{modules} extension module(s) jax imports"] if modules else []
-    others = [c for c in consequences if c not in ("library-dependency-missing", "extension-module-unavailable")]
+    others = [c for c in consequences if c not in MISSING_KINDS]
     parts += [", ".join(dict.fromkeys(others))] if others else []
     return " and ".join(parts)
 
@@ -164,10 +173,7 @@ def findings(items: Sequence[Mapping[str, Any]], *, limit_evidence: int = 12, mi
         consequences = folded.pop(str(item.get("id")), None)  # under the first entry of its cause
         if consequences:
             phrase = folded_phrase(consequences, missing_libraries)
-            missing_only = all(
-                c in ("library-dependency-missing", "extension-module-unavailable") for c in consequences
-            )
-            label = "Also missing for this reason:" if missing_only else "Also for this reason:"
+            label = folded_lead(consequences).capitalize() + ":"
             parts.append(f'<div class="fix folded"><b>{label}</b> {esc(phrase)}</div>')
         evidence = list(item.get("evidence", ()))
         if evidence:

@@ -5,6 +5,8 @@ whose user 1000 holds the nodes' group (tests/support/fleet.py), its /tmp and TM
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,49 @@ def test_root_and_machines_without_a_usable_gpu_are_quiet(tmp_path: Path, build:
     assert _found(_diagnose(as_root, tmp_path, build, mp, tmp_mode=0o755)) == []
     no_gpu = USER.but(gpus=())
     assert _found(_diagnose(no_gpu, tmp_path / "2", build, mp, tmp_mode=0o755)) == []
+
+
+def test_a_temporary_folder_that_does_not_answer_is_said_within_the_deadline(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    """A stat that waits (stands in for a stale network mount: no such mount can be made here) costs the reader's
+    deadline, not the doctor, and names the folder it waited on."""
+    from jax_rocm7_plugin._doctor import rule_temp_dir
+    from jax_rocm7_plugin._machine import temp_dir
+    from jax_rocm7_plugin._safe_io import stat_named
+
+    stuck = threading.Event()
+
+    def waits_on_scratch(path: str) -> os.stat_result:
+        if str(path).endswith("/scratch/stale"):
+            return stat_named(_Stuck(path, stuck))  # names the folder, then waits
+        return stat_named(path)
+
+    mp.setattr(temp_dir, "stat_named", waits_on_scratch)
+    mp.setattr(rule_temp_dir, "READ_SECONDS", 0.3)
+    began = time.monotonic()
+    report = _diagnose(USER, tmp_path, build, mp, environ={"TMPDIR": "/scratch/stale"})
+    stuck.set()
+    (finding,) = [f for f in report.findings if f.id == "compile-temp-dir-unusable"]
+    assert finding.summary.endswith(
+        "/scratch/stale did not answer within 0.3 s: XLA looks there before compiling each GPU kernel"
+    )
+    assert finding.fix.startswith("set TMPDIR to a local folder") and finding.concerns is not None
+    assert finding.concerns.variables == ("TMPDIR",)
+    assert time.monotonic() - began < 60
+
+
+class _Stuck(os.PathLike[str]):
+    """A path named at once (the reader's first fspath) whose stat then waits, as on a stale mount."""
+
+    def __init__(self, path: str, release: threading.Event) -> None:
+        self.path, self.release, self.named = str(path), release, 0
+
+    def __fspath__(self) -> str:
+        self.named += 1
+        if self.named > 1:  # the second call is os.stat's own
+            self.release.wait(30)
+        return self.path
 
 
 @pytest.fixture
