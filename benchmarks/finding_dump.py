@@ -13,7 +13,8 @@ the finding it follows from. Run from outside the project root:
     python /path/to/benchmarks/finding_dump.py [--source CHECKOUT] --output FILE
     python /path/to/benchmarks/finding_dump.py --compare BEFORE AFTER
 
-`--compare` prints the lines that differ other than by the added fields (`concerns`, `follows`).
+`--compare` prints the lines that differ other than by the added fields (`concerns`, `follows`). `--words` keeps each
+finding's summary, fix and evidence too: the record for a change that moves where words are made.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ ADDED_FIELDS = ("concerns", "follows")
 DEGRADED = (("pcie-link-degraded", "GPU 3 (gfx942 at 0000:03:00.0): its PCIe link runs at 16 GT/s x8"),)
 
 
+WORDS = ("summary", "fix", "evidence")  # with --words: a change that moves where the words are made changes none
+KEPT = ["id", "severity", "known_issue", "fix_check", "processes", "hosts", *ADDED_FIELDS]
+
+
 def _dumped(finding: dict[str, object]) -> dict[str, object]:
-    kept = ("id", "severity", "known_issue", "fix_check", "processes", "hosts", *ADDED_FIELDS)
-    return {k: finding[k] for k in kept if k in finding}
+    return {k: finding[k] for k in KEPT if k in finding}
 
 
 def _all(findings: Iterable[Any]) -> list[dict[str, object]]:
@@ -135,7 +139,10 @@ def main() -> None:
     parser.add_argument("--source", type=Path, help="dump the findings of another checkout (its jax_rocm7_plugin)")
     parser.add_argument("--output", type=Path, help="the JSON-lines file to write")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"), help="compare two dumps")
+    parser.add_argument("--words", action="store_true", help="dump each finding's summary, fix and evidence too")
     args = parser.parse_args()
+    if args.words:
+        KEPT.extend(WORDS)
     if args.compare is not None:
         raise SystemExit(_compare(*args.compare))
     if args.output is None:
@@ -148,7 +155,8 @@ def main() -> None:
             sys.path.insert(0, str(Path(work) / "source"))
         with args.output.open("w", encoding="utf-8") as out:
             for line in (*_doctor_lines(Path(work)), *_job_lines()):
-                out.write(json.dumps(line, sort_keys=True) + "\n")
+                # The machines' own folder differs from run to run: said as <work>, so two dumps compare.
+                out.write(json.dumps(line, sort_keys=True).replace(work, "<work>") + "\n")
     print(f"wrote {args.output}")
 
 

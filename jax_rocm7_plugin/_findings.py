@@ -607,17 +607,41 @@ _INSTALL_ROCM = (
 )
 
 
+_TRANSPORT_UNNAMED = "nothing this doctor can name: read RCCL's NCCL_DEBUG=INFO lines (INIT,NET)"
+
+
 def transport_slower_than_fabric(
-    severity: Severity, summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None
+    severity: Severity,
+    would_use: str,
+    fastest: str | None,
+    reasons: Sequence[str],
+    steps: Sequence[str],
+    remedy: Remedy | None = None,
 ) -> Finding:
     """RCCL would carry traffic between hosts over TCP sockets where this machine has an RDMA fabric or Slingshot
-    (_machine/transport.py): collectives across hosts run at a fraction of the fabric's speed."""
+    (_machine/transport.py; `reasons` and `steps` in TRANSPORT_GAPS' words): collectives across hosts run at a
+    fraction of the fabric's speed."""
+    summary = (
+        f"RCCL would carry traffic between hosts over {would_use}, though this machine has {fastest}: "
+        f"{reasons[0] if reasons else 'no usable RDMA port'}"
+    )
+    evidence = _transport_evidence(would_use, fastest, reasons)
+    fix = "; ".join(steps) or _TRANSPORT_UNNAMED
     return Finding("transport-slower-than-fabric", severity, summary, fix, evidence, remedy=remedy)
 
 
-def transport_not_found(summary: str, fix: str, evidence: tuple[str, ...], remedy: Remedy | None = None) -> Finding:
-    """NCCL_NET names a network RCCL does not have here: it fails to create the communicator."""
+def transport_not_found(
+    would_use: str, fastest: str | None, reasons: Sequence[str], steps: Sequence[str], remedy: Remedy | None = None
+) -> Finding:
+    """NCCL_NET names a network RCCL does not have here (`reasons[0]`): it fails to create the communicator."""
+    summary = f"{reasons[0]}: RCCL fails to create its communicator"
+    evidence = _transport_evidence(would_use, fastest, reasons)
+    fix = "; ".join(steps) or _TRANSPORT_UNNAMED
     return Finding("transport-not-found", "error", summary, fix, evidence, remedy=remedy)
+
+
+def _transport_evidence(would_use: str, fastest: str | None, reasons: Sequence[str]) -> tuple[str, ...]:
+    return (f"RCCL would use: {would_use}", f"the fastest this machine has: {fastest or 'none'}", *reasons)
 
 
 def transport_setting_against_guide(
@@ -865,3 +889,65 @@ def known_issue(
 ) -> Finding:
     """A public bug of the versions this machine runs; `entry` is its id in _policy/known_issues.json."""
     return Finding("known-issue", severity, summary, fix, evidence, entry, remedy)
+
+
+# What keeps RCCL off a faster network between hosts, by the kind _machine/transport.py finds: the reason (a fact of
+# this machine) and the step that closes it, with the values the reader gives ({name}).
+TRANSPORT_GAPS: dict[str, tuple[str, str]] = {
+    "net-plugin-unloadable": (
+        "the net plugin {plugin} would not load: {why}",
+        "make {plugin} loadable: {why} (install it, or add its folder to LD_LIBRARY_PATH)",
+    ),
+    "net-plugin-missing": (
+        "no net plugin is on the dynamic loader's path ({names})",
+        "put the libfabric net plugin (aws-ofi-rccl: {default}) on the loader's path: load your site's module for "
+        "it, or add its lib folder to LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN to its file; and NCCL_NET=OFI, so "
+        "that a missing plugin stops the job instead of falling back to sockets",
+    ),
+    "ib-disabled": ("NCCL_IB_DISABLE={value} turns RCCL's InfiniBand/RoCE transport off", "unset NCCL_IB_DISABLE"),
+    "verbs-library-missing": (
+        "libibverbs.so.1 is not on the dynamic loader's path (RCCL opens it to use RDMA)",
+        "install rdma-core's verbs library (Debian/Ubuntu: libibverbs1; RHEL: libibverbs; SUSE: libibverbs1)",
+    ),
+    "ib-hca-selects-none": (
+        "NCCL_IB_HCA={value} selects none of the active ports ({ports})",
+        "set NCCL_IB_HCA={devices} (or unset it)",
+    ),
+    "uverbs-node-missing": (
+        "/dev/infiniband has no uverbs node: RCCL cannot open the RDMA devices (a container without them?)",
+        "pass the RDMA devices into the container (docker run --device=/dev/infiniband; Kubernetes: an RDMA device "
+        "plugin)",
+    ),
+    "uverbs-node-denied": (
+        "this process cannot open /dev/infiniband/{node} for reading and writing",
+        "give the uverbs nodes back the mode rdma-core's udev rules give them, or this user their group",
+    ),
+    "net-chooses-sockets": ("NCCL_NET={value} chooses sockets", "unset NCCL_NET"),
+    "net-not-found": (
+        "NCCL_NET={value} names a network RCCL does not have here ('Error: network {value} not found')",
+        "unset NCCL_NET",
+    ),
+}
+
+
+def transport_gap_words(kind: str, values: dict[str, str]) -> tuple[str, str]:
+    """The reason and the step of a transport gap (TRANSPORT_GAPS)."""
+    reason, step = TRANSPORT_GAPS[kind]
+    return reason.format(**values), step.format(**values)
+
+
+# The step that installs ROCm libraries missing from an installed ROCm 7, by the way it was installed
+# (_machine/rocm_package_step.py gives the way and the values): library-dependency-missing's fix there.
+PACKAGE_STEPS: dict[str, str] = {
+    "pip": "install ROCm {version}'s libraries for this GPU into this Python, which ship {names}: {commands}",
+    "native": "install the package of this ROCm (TheRock's native packages, {package}) that ships {names}: "
+    "{install} {packages}",
+    "system": "install the package of this ROCm{version} that ships {names} (its HIP runtime is {system}'s package "
+    "{package}; find the library's package with `{search}`, then {install} it)",
+    "tarball": "this ROCm is TheRock's tarball, which ships {names}, and the unpacked copy at {location} lacks it: "
+    "unpack the same release's tarball again{where}",
+}
+
+
+def package_step_words(way: str, values: dict[str, str]) -> str:
+    return PACKAGE_STEPS[way].format(**values)

@@ -313,7 +313,8 @@ def _missing_package(facts: Facts, found: list[Finding]) -> list[Finding]:
     step = package_step(missing, install, facts.settings.sysroot, gpus)
     if step is None:
         return found
-    return [f._replace(fix=step) if f.id == "library-dependency-missing" else f for f in found]
+    fix = catalog.package_step_words(step.way, dict(step.values))
+    return [f._replace(fix=fix) if f.id == "library-dependency-missing" else f for f in found]
 
 
 def _unseen_install(facts: Facts, missing: list[str]) -> Finding | None:
@@ -368,30 +369,20 @@ def _transport(facts: Facts) -> list[Finding]:
     verdict = read_transport(settings, facts.runtime.installs if facts.runtime is not None else ())
     if verdict is None:
         return []  # no fabric and nothing asked of it (sockets are all this machine has), or sysfs that hung
-    evidence = (
-        f"RCCL would use: {verdict.said()}",
-        f"the fastest this machine has: {verdict.fastest or 'none'}",
-        *verdict.reasons,
-    )
     remedy = (
         Remedy(environment=(*((n, None) for n in verdict.unset), *verdict.setting))
         if verdict.unset or verdict.setting
         else None
     )
-    fix = "; ".join(verdict.steps) or "nothing this doctor can name: read RCCL's NCCL_DEBUG=INFO lines (INIT,NET)"
+    words = (verdict.said(), verdict.fastest, verdict.reasons, verdict.steps)
     if verdict.chosen == "none":
-        summary = f"{verdict.reasons[0]}: RCCL fails to create its communicator"
-        return [catalog.transport_not_found(summary, fix, evidence, remedy)]
+        return [catalog.transport_not_found(*words, remedy)]
     across = settings.job_hosts is not None and settings.job_hosts > 1
     found = _guides(verdict.fastest_kind, settings) if across else []
     if not verdict.slower:
         return found
-    summary = (
-        f"RCCL would carry traffic between hosts over {verdict.said()}, though this machine has "
-        f"{verdict.fastest}: {verdict.reasons[0] if verdict.reasons else 'no usable RDMA port'}"
-    )
     severity = "warning" if across else "info"
-    return [catalog.transport_slower_than_fabric(severity, summary, fix, evidence, remedy), *found]
+    return [catalog.transport_slower_than_fabric(severity, *words, remedy), *found]
 
 
 def _guides(fabric: str | None, settings: Settings) -> list[Finding]:

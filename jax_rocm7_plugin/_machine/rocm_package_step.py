@@ -1,7 +1,8 @@
 """The one step that installs a ROCm library missing from an installed ROCm 7, said for the way that ROCm was
 installed: TheRock's native packages (amdrocm-*, the package of this release and GPU that ships it), AMD's packages
 (the package database's search for it), TheRock's pip wheels (this release's libraries for this GPU, into this
-Python), TheRock's tarball (the same release's tarball, unpacked again). The doctor's alone.
+Python), TheRock's tarball (the same release's tarball, unpacked again). The doctor's alone. The step is a fact (its
+way and the values it names); its words are _findings.PACKAGE_STEPS'.
 """
 
 from __future__ import annotations
@@ -12,9 +13,15 @@ from pathlib import Path
 
 from jax_rocm7_plugin._machine import unrooted
 from jax_rocm7_plugin._machine.rocm_install import RocmInstall, install_root, layout
+from jax_rocm7_plugin._record import NamedTuple
 
 
-def package_step(missing: Sequence[str], install: RocmInstall, root: Path, gpus: Sequence[str]) -> str | None:
+class PackageStep(NamedTuple):
+    way: str  # pip, native (TheRock's amdrocm-* packages), system (AMD's packages), tarball
+    values: tuple[tuple[str, str], ...]  # what the step names: the libraries, the commands, packages, URLs
+
+
+def package_step(missing: Sequence[str], install: RocmInstall, root: Path, gpus: Sequence[str]) -> PackageStep | None:
     """The fix for ROCm libraries `missing` (sonames) from `install` on the machine under `root` whose GPUs in use
     are `gpus` (processors); None: the way it was installed is not known."""
     names = ", ".join(missing)
@@ -26,9 +33,8 @@ def package_step(missing: Sequence[str], install: RocmInstall, root: Path, gpus:
         if not commands:
             return None
         python = f"{sys.executable} -m "
-        return f"install ROCm {version}'s libraries for this GPU into this Python, which ship {names}: " + "; ".join(
-            python + c for c in commands
-        )
+        said = "; ".join(python + c for c in commands)
+        return PackageStep("pip", (("version", version), ("names", names), ("commands", said)))
     runtime = next(iter(install.hip_runtimes), None)
     if runtime is None:
         return None
@@ -43,14 +49,13 @@ def package_step(missing: Sequence[str], install: RocmInstall, root: Path, gpus:
 
         urls = [u for u in dict.fromkeys(tarball_url(g, version) for g in gpus) if u]
         where = f": {'; '.join(urls)}" if urls else ""
-        return (
-            f"this ROCm is TheRock's tarball, which ships {names}, and the unpacked copy at {install.location} lacks "
-            f"it: unpack the same release's tarball again{where}"
-        )
+        return PackageStep("tarball", (("names", names), ("location", install.location), ("where", where)))
     return None
 
 
-def _package_step(owned: tuple[str, str], missing: Sequence[str], root: Path, gpus: Sequence[str], version: str) -> str:
+def _package_step(
+    owned: tuple[str, str], missing: Sequence[str], root: Path, gpus: Sequence[str], version: str
+) -> PackageStep:
     from jax_rocm7_plugin._machine.host import os_release_ids
     from jax_rocm7_plugin._policy import system_packages
     from jax_rocm7_plugin._policy.rocm_packages import native_package, stem
@@ -64,11 +69,10 @@ def _package_step(owned: tuple[str, str], missing: Sequence[str], root: Path, gp
         wanted = [native_package(m, suffix, list(gpus)) for m in missing]
         if all(wanted):
             listed = " ".join(dict.fromkeys(p for group in wanted for p in group or ()))
-            lead = f"install the package of this ROCm (TheRock's native packages, {package}) that ships {names}"
-            return f"{lead}: {install} {listed}"
+            return PackageStep(
+                "native", (("package", package), ("names", names), ("install", install), ("packages", listed))
+            )
     search = system_packages.search_verb(family)
     stems = " ".join(dict.fromkeys(s.lower() for m in missing if (s := stem(m))))
-    return (
-        f"install the package of this ROCm{f' {version}' if version else ''} that ships {names} (its HIP runtime is "
-        f"{system}'s package {package}; find the library's package with `{search} {stems}`, then {install} it)"
-    )
+    values = {"version": f" {version}" if version else "", "names": names, "system": system, "package": package}
+    return PackageStep("system", (*values.items(), ("search", f"{search} {stems}"), ("install", install)))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin._environment import read
+from jax_rocm7_plugin._findings import transport_gap_words
 from jax_rocm7_plugin._machine.fabric import Fabric, RdmaPort
 from jax_rocm7_plugin._machine.network import Interface
 from jax_rocm7_plugin._policy.grammar import rccl_list_matches
@@ -39,16 +40,42 @@ DEFAULT_PLUGINS = (DEFAULT_PLUGIN, "libnccl-net.so")
 _IB_LINK_LAYERS = ("InfiniBand", "Ethernet")
 
 
+class Gap(NamedTuple):
+    """One fact of this machine that keeps RCCL off a faster network: its kind (_findings.TRANSPORT_GAPS holds the
+    words for each) and the values it concerns."""
+
+    kind: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reason(self) -> str:
+        return transport_gap_words(self.kind, dict(self.values))[0]
+
+    @property
+    def step(self) -> str:
+        return transport_gap_words(self.kind, dict(self.values))[1]
+
+
 class Transport(NamedTuple):
     chosen: str  # "IB", "RoCE", "Socket", "plugin" (a net plugin), or "none" (NCCL_NET names what is not there)
     over: tuple[str, ...]  # the ports, interfaces or plugin file it would use
     fastest: str | None  # the fastest way between hosts this machine has, in words ("mlx5_0:1 (InfiniBand, 400 Gb/s)")
     fastest_kind: str | None  # IB, RoCE, Slingshot, EFA, Socket
-    reasons: tuple[str, ...]  # why not a faster one, each a fact of this machine
-    steps: tuple[str, ...]  # what closes the gap, most direct first
+    gaps: tuple[Gap, ...] = ()  # why not a faster one, most direct first
     unset: tuple[str, ...] = ()  # variables whose unsetting closes it (a change the doctor can check)
     setting: tuple[tuple[str, str], ...] = ()  # variables whose value closes it
     gbps: float | None = None  # the line rate of what it would use: the active ports it takes, added up
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(g.reason for g in self.gaps)
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        # Where NCCL_NET names what is not there, the other gaps' steps come first: unsetting it alone falls back to
+        # sockets.
+        ordered = (*self.gaps[1:], *self.gaps[:1]) if self.chosen == "none" else self.gaps
+        return tuple(g.step for g in ordered)
 
     @property
     def slower(self) -> bool:
@@ -107,85 +134,60 @@ def predict(
     if fastest is None:
         fastest, kind = (f"TCP sockets ({', '.join(sockets)})", "Socket") if sockets else (None, None)
 
-    reasons: list[str] = []
-    steps: list[str] = []
+    gaps: list[Gap] = []
     unset: list[str] = []
     setting: list[tuple[str, str]] = []
     # 1. A net plugin with devices wins (RCCL does not say which devices a plugin has: its presence is the fact).
     if plugin is not None and broken is None and net.lower() not in ("ib", "socket"):
-        return Transport("plugin", (str(plugin),), fastest, kind, (), ())
+        return Transport("plugin", (str(plugin),), fastest, kind)
     if broken is not None:
-        reasons.append(f"the net plugin {plugin} would not load: {broken}")
-        steps.append(f"make {plugin} loadable: {broken} (install it, or add its folder to LD_LIBRARY_PATH)")
+        gaps.append(Gap("net-plugin-unloadable", (("plugin", str(plugin)), ("why", broken))))
     elif plugin is None and kind in ("Slingshot", "EFA"):
-        reasons.append(f"no net plugin is on the dynamic loader's path ({' or '.join(names)})")
-        steps.append(
-            f"put the libfabric net plugin (aws-ofi-rccl: {DEFAULT_PLUGIN}) on the loader's path: load your site's "
-            "module for it, or add its lib folder to LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN to its file; and "
-            "NCCL_NET=OFI, so that a missing plugin stops the job instead of falling back to sockets"
-        )
+        gaps.append(Gap("net-plugin-missing", (("names", " or ".join(names)), ("default", DEFAULT_PLUGIN))))
     # 2. RCCL's InfiniBand/RoCE transport.
     ib_on = True
     disabled = (read("NCCL_IB_DISABLE", environ) or "").strip()
     if disabled and disabled not in ("0",):
         ib_on = False
-        reasons.append(f"NCCL_IB_DISABLE={disabled} turns RCCL's InfiniBand/RoCE transport off")
+        gaps.append(Gap("ib-disabled", (("value", disabled),)))
         unset.append("NCCL_IB_DISABLE")
-        steps.append("unset NCCL_IB_DISABLE")
     verbs = next((found for n in VERBS_SONAMES if (found := resolve(n)) is not None), None)
     if ib_ports and verbs is None:
         ib_on = False
-        reasons.append("libibverbs.so.1 is not on the dynamic loader's path (RCCL opens it to use RDMA)")
-        steps.append(
-            "install rdma-core's verbs library (Debian/Ubuntu: libibverbs1; RHEL: libibverbs; SUSE: libibverbs1)"
-        )
+        gaps.append(Gap("verbs-library-missing"))
     hca = read("NCCL_IB_HCA", environ)
     selected = [p for p in ib_ports if rccl_list_matches(hca, p.device, p.port)]
     if ib_ports and not selected:
         ib_on = False
-        reasons.append(f"NCCL_IB_HCA={hca} selects none of the active ports ({', '.join(p.name for p in ib_ports)})")
-        setting.append(("NCCL_IB_HCA", ",".join(dict.fromkeys(p.device for p in ib_ports))))
-        steps.append(f"set NCCL_IB_HCA={setting[-1][1]} (or unset it)")
+        devices = ",".join(dict.fromkeys(p.device for p in ib_ports))
+        ports = ", ".join(p.name for p in ib_ports)
+        gaps.append(Gap("ib-hca-selects-none", (("value", hca or ""), ("ports", ports), ("devices", devices))))
+        setting.append(("NCCL_IB_HCA", devices))
     nodes = [n for n in fabric.verbs_nodes if n.startswith("uverbs")]
     if selected and not nodes:
         ib_on = False
-        reasons.append(
-            "/dev/infiniband has no uverbs node: RCCL cannot open the RDMA devices (a container without them?)"
-        )
-        steps.append(
-            "pass the RDMA devices into the container (docker run --device=/dev/infiniband; Kubernetes: an RDMA "
-            "device plugin)"
-        )
+        gaps.append(Gap("uverbs-node-missing"))
     elif selected and not any(verbs_usable(n) for n in nodes):
         ib_on = False
-        reasons.append(f"this process cannot open /dev/infiniband/{nodes[0]} for reading and writing")
-        steps.append("give the uverbs nodes back the mode rdma-core's udev rules give them, or this user their group")
+        gaps.append(Gap("uverbs-node-denied", (("node", nodes[0]),)))
     if ib_on and selected:
         used = tuple(p.name for p in selected)
         chosen = "RoCE" if all(p.kind == "RoCE" for p in selected) else "IB"
         if net and net.lower() not in ("ib",):
             if net.lower() == "socket":
-                return Transport("Socket", tuple(sockets), fastest, kind, (f"NCCL_NET={net} chooses sockets",),
-                                 ("unset NCCL_NET",), ("NCCL_NET",))  # fmt: skip
+                chooses = (Gap("net-chooses-sockets", (("value", net),)),)
+                return Transport("Socket", tuple(sockets), fastest, kind, chooses, ("NCCL_NET",))
             return _not_found(net, fastest, kind)
         rate = sum(p.rate_gbps or 0.0 for p in selected) or None
-        return Transport(chosen, used, fastest, kind, (), (), gbps=rate)
+        return Transport(chosen, used, fastest, kind, gbps=rate)
     if net and net.lower() != "socket":
-        return _not_found(net, fastest, kind, reasons, steps)
-    return Transport(
-        "Socket", tuple(sockets), fastest, kind, tuple(reasons), tuple(steps), tuple(unset), tuple(setting)
-    )
+        return _not_found(net, fastest, kind, gaps)
+    return Transport("Socket", tuple(sockets), fastest, kind, tuple(gaps), tuple(unset), tuple(setting))
 
 
-def _not_found(
-    net: str,
-    fastest: str | None,
-    kind: str | None,
-    reasons: Sequence[str] = (),
-    steps: Sequence[str] = (),
-) -> Transport:
-    why = (f"NCCL_NET={net} names a network RCCL does not have here ('Error: network {net} not found')", *reasons)
-    return Transport("none", (), fastest, kind, why, (*steps, "unset NCCL_NET"), ("NCCL_NET",))
+def _not_found(net: str, fastest: str | None, kind: str | None, gaps: Sequence[Gap] = ()) -> Transport:
+    """NCCL_NET names a network with no device here: RCCL fails to create the communicator (its first reason)."""
+    return Transport("none", (), fastest, kind, (Gap("net-not-found", (("value", net),)), *gaps), ("NCCL_NET",))
 
 
 def verbs_node_usable(root: Path, node: str) -> bool:

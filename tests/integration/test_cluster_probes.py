@@ -64,7 +64,7 @@ def test_loopback_is_judged_without_a_lookup() -> None:
 
 def test_the_record_names_gpus_as_rocr_and_pci_do(tmp_path: Path, standin_library: Path) -> None:
     """unique_id as ROCR_VISIBLE_DEVICES's GPU-<hex>, location_id/domain as a PCI bus id, HIP's order."""
-    from jax_rocm7_plugin._cluster.preflight import record_of
+    from jax_rocm7_plugin._cluster.preflight.exchange import record_of
     from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
     from jax_rocm7_plugin._job.record import JoinFact
     from jax_rocm7_plugin._settings import read_settings
@@ -102,7 +102,7 @@ def _planted(process: int) -> dict[str, str]:
 
 
 def test_no_secret_leaves_in_a_record(tmp_path: Path, standin_library: Path) -> None:
-    from jax_rocm7_plugin._cluster.preflight import record_of
+    from jax_rocm7_plugin._cluster.preflight.exchange import record_of
     from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
     from jax_rocm7_plugin._job.record import JoinFact, encode
     from jax_rocm7_plugin._settings import read_settings

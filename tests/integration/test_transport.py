@@ -179,7 +179,7 @@ def test_the_preflights_record_carries_the_hosts_transport(
     tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `cluster` compares across hosts: the record the preflight builds from the doctor's reading."""
-    from jax_rocm7_plugin._cluster.preflight import record_of
+    from jax_rocm7_plugin._cluster.preflight.exchange import record_of
     from jax_rocm7_plugin._doctor.diagnose import diagnose_with_facts
     from jax_rocm7_plugin._job.record import JoinFact
     from jax_rocm7_plugin._settings import read_settings

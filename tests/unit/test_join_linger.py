@@ -6,15 +6,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
-from jax_rocm7_plugin._cluster import preflight
+from jax_rocm7_plugin._cluster.preflight import join
+from jax_rocm7_plugin._cluster.preflight.options import Here
 
 
-def _probe(port: int) -> preflight._CoordinatorProbe:
-    probe = preflight._CoordinatorProbe(f"127.0.0.1:{port}")
+def _probe(port: int) -> join.CoordinatorProbe:
+    probe = join.CoordinatorProbe(f"127.0.0.1:{port}")
     probe.stop()
     return probe
 
@@ -26,31 +26,31 @@ def test_it_waits_until_the_coordinator_closes_and_then_a_moment_for_the_report(
     started = time.monotonic()
     _probe(port).linger_for_process_0()
     waited = time.monotonic() - started
-    assert 1.0 + preflight.LINGER_AFTER_CLOSE_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS, waited
+    assert 1.0 + join.LINGER_AFTER_CLOSE_SECONDS - 0.1 <= waited < join.LINGER_SECONDS, waited
 
 
 def test_it_never_waits_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "LINGER_SECONDS", 2.0)
+    monkeypatch.setattr(join, "LINGER_SECONDS", 2.0)
     with socket.create_server(("127.0.0.1", 0)) as server:
         started = time.monotonic()
         _probe(server.getsockname()[1]).linger_for_process_0()
         waited = time.monotonic() - started
-    assert preflight.LINGER_SECONDS - 0.1 <= waited < preflight.LINGER_SECONDS + 1.0, waited
+    assert join.LINGER_SECONDS - 0.1 <= waited < join.LINGER_SECONDS + 1.0, waited
 
 
 @pytest.fixture
 def polled(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Set once the probe's thread has polled (its one poll: POLL_SECONDS is made longer than the test)."""
-    monkeypatch.setattr(preflight, "POLL_SECONDS", 60.0)
+    monkeypatch.setattr(join, "POLL_SECONDS", 60.0)
     event = threading.Event()
-    original = preflight._CoordinatorProbe._answers
+    original = join.CoordinatorProbe._answers
 
-    def recorded(self: preflight._CoordinatorProbe) -> bool:
+    def recorded(self: join.CoordinatorProbe) -> bool:
         answer = original(self)
         event.set()
         return answer
 
-    monkeypatch.setattr(preflight._CoordinatorProbe, "_answers", recorded)
+    monkeypatch.setattr(join.CoordinatorProbe, "_answers", recorded)
     return event
 
 
@@ -59,7 +59,7 @@ def test_a_coordinator_that_came_up_between_two_polls_counts_as_answered(polled:
     answered" beside process 0's report that this process had joined."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused
-        probe = preflight._CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
+        probe = join.CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
         assert polled.wait(5.0) and not probe.seen_up
         server.listen()
         assert probe.answered()
@@ -68,7 +68,7 @@ def test_a_coordinator_that_came_up_between_two_polls_counts_as_answered(polled:
 def test_a_coordinator_that_never_came_up_is_not_answered() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
-        probe = preflight._CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
+        probe = join.CoordinatorProbe(f"127.0.0.1:{server.getsockname()[1]}")
         time.sleep(0.3)
         started = time.monotonic()
         assert not probe.answered()
@@ -78,8 +78,8 @@ def test_a_coordinator_that_never_came_up_is_not_answered() -> None:
 def test_the_preflight_asks_the_probe_once_more_when_its_join_fails(
     polled: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The verdict of a failed join (`_Run._join_failure`) takes the probe's last word, not what its thread saw."""
-    monkeypatch.setattr(preflight, "LINGER_SECONDS", 0.5)  # the coordinator keeps answering: the bound ends it
+    """The verdict of a failed join (`join.join_failure`) takes the probe's last word, not what its thread saw."""
+    monkeypatch.setattr(join, "LINGER_SECONDS", 0.5)  # the coordinator keeps answering: the bound ends it
 
     class Link:
         def stderr_text(self) -> str:
@@ -88,18 +88,10 @@ def test_the_preflight_asks_the_probe_once_more_when_its_join_fails(
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{server.getsockname()[1]}"
-        probe = preflight._CoordinatorProbe(address)
+        probe = join.CoordinatorProbe(address)
         assert polled.wait(5.0) and not probe.seen_up
         server.listen()  # process 0 came up after the last poll, before the verdict
-        run = SimpleNamespace(
-            coordinator=address,
-            expected=4,
-            process_id=2,
-            host="node-2",
-            options=SimpleNamespace(timeout=15.0),
-            environ={},
-            method="explicit",
-            _pid=lambda: 4242,
-        )
-        finding = preflight._Run._join_failure(run, Link(), {"event": "error"}, probe)  # type: ignore[arg-type]
+        joined = join.Joined(2, 4, address, "explicit")
+        failure = join.join_failure(joined, Here(2, "node-2", 15.0), {}, Link(), {"event": "error"}, probe)  # type: ignore[arg-type]
+        finding = failure.finding
     assert "answered, but not all 4 processes joined" in finding.summary, finding.summary
