@@ -190,12 +190,13 @@ class Concerns(NamedTuple):
     files: tuple[str, ...] = ()
     attribute: str | None = None
     values: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    groups: tuple[str, ...] = ()  # the job's collective groups it measured ("host:a", "pair:a,b")
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {}
         if self.gpus:
             data["gpus"] = [g.to_json() for g in self.gpus]
-        for name in ("variables", "files"):
+        for name in ("variables", "files", "groups"):
             if getattr(self, name):
                 data[name] = list(getattr(self, name))
         if self.attribute is not None:

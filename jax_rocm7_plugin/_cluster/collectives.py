@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from jax_rocm7_plugin._findings import Concerns
 from jax_rocm7_plugin._job import catalog
 from jax_rocm7_plugin._job.catalog import ClusterFinding
 from jax_rocm7_plugin._job.phrases import hosts_phrase, processes_phrase
@@ -318,6 +319,7 @@ def _slow_links(
                 processes,
                 hosts,
                 tuple(f"{g}: {mine[g]:.3g} GB/s" for g in groups[:16]),
+                Concerns(groups=tuple(groups)),
             )
         )
     return found

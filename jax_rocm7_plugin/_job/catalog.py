@@ -102,9 +102,10 @@ def mismatch(
     processes: tuple[int, ...],
     hosts: tuple[str, ...],
     evidence: tuple[str, ...] = (),
+    concerns: Concerns | None = None,
 ) -> ClusterFinding:
     """A finding about some processes and hosts of the job (every id but the three above)."""
-    return ClusterFinding(finding_id, severity, summary, fix, processes, hosts, evidence)
+    return ClusterFinding(finding_id, severity, summary, fix, processes, hosts, evidence, concerns=concerns)
 
 
 def known_issue(

@@ -959,5 +959,6 @@ def below_line_rate(figures: Sequence[Any], records: Records) -> list[ClusterFin
             processes,
             names,
             (*(f"{g}: {v[0]:.3g} GB/s of {v[1]:.3g} GB/s ({v[2]})" for g, v in list(slow.items())[:15]), why),
+            Concerns(groups=tuple(slow)),
         )
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from jax_rocm7_plugin._pages import html
 from jax_rocm7_plugin._pages.html import COLOURS, MARK, esc
@@ -42,7 +42,62 @@ class Cell(NamedTuple):
     marked: bool
 
 
-def cells_of(report: Mapping[str, Any], records: Mapping[int, Any]) -> list[Cell]:
+class GpuSeen(Protocol):
+    """A GPU as a process's record saw it (_job/record.GpuFact): what the page reads of it."""
+
+    @property
+    def node(self) -> int: ...
+    @property
+    def gfx(self) -> str | None: ...
+    @property
+    def pci_bus(self) -> str | None: ...
+
+
+class GpuHealthSeen(Protocol):
+    """A physical GPU's health in a record (_job/record.GpuHealthFact)."""
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def pci(self) -> str | None: ...
+    @property
+    def uncorrectable(self) -> int | None: ...
+    @property
+    def modes(self) -> str | None: ...
+    @property
+    def link(self) -> str | None: ...
+    @property
+    def power_cap(self) -> int | None: ...
+    @property
+    def level(self) -> str | None: ...
+
+
+class HealthSeen(Protocol):
+    @property
+    def gpus(self) -> Sequence[GpuHealthSeen]: ...
+
+
+class RecordSeen(Protocol):
+    """What the page reads of a process's record (_job/record.ProcessRecord; this layer draws, it imports no
+    record)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def process_id(self) -> int: ...
+    @property
+    def gpus(self) -> Sequence[GpuSeen]: ...
+    @property
+    def used_gpus(self) -> Sequence[int] | None: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def first_error(self) -> Sequence[str] | None: ...
+    @property
+    def health(self) -> HealthSeen | None: ...
+
+
+def cells_of(report: Mapping[str, Any], records: Mapping[int, RecordSeen]) -> list[Cell]:
     """Every GPU of every host that reported, with what concerns it."""
     hosts: dict[str, list[int]] = {}
     for pid in sorted(records):
@@ -73,7 +128,7 @@ def cells_of(report: Mapping[str, Any], records: Mapping[int, Any]) -> list[Cell
     return cells
 
 
-def _host_gpus(host: str, members: Sequence[Any]) -> list[dict[str, Any]]:
+def _host_gpus(host: str, members: Sequence[RecordSeen]) -> list[dict[str, Any]]:
     """A host's physical GPUs: from its health where read, else from the GPUs its processes saw. A GPU is known
     by its PCI address (the partitions of one share it) or, where KFD gives none, by its place in KFD order
     (each such node is a GPU of its own, as the health read counts them)."""
@@ -94,9 +149,9 @@ def _host_gpus(host: str, members: Sequence[Any]) -> list[dict[str, Any]]:
     health = next((r.health for r in members if r.health is not None), None)
     rows: list[tuple[str, int, str | None, str | None, str | None, int | None, str | None, int | None]] = []
     if health is not None and health.gpus:
-        for g in health.gpus:
-            key = g.pci or f"#{g.ordinal}"
-            rows.append((key, g.ordinal, g.pci, g.modes, g.link, g.power_cap, g.level, g.uncorrectable))
+        for h in health.gpus:
+            key = h.pci or f"#{h.ordinal}"
+            rows.append((key, h.ordinal, h.pci, h.modes, h.link, h.power_cap, h.level, h.uncorrectable))
     else:
         keys = list(dict.fromkeys(key_of_node.values()))
         rows = [
@@ -124,12 +179,12 @@ def _host_gpus(host: str, members: Sequence[Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _first_id(record: Any) -> str:
+def _first_id(record: RecordSeen) -> str:
     return str(record.first_error[0]) if record.first_error else "not ok"
 
 
 def _concerned(
-    finding: Mapping[str, Any], gpus: list[dict[str, Any]], records: Mapping[int, Any]
+    finding: Mapping[str, Any], gpus: list[dict[str, Any]], records: Mapping[int, RecordSeen]
 ) -> list[tuple[str, int]]:
     """The (host, GPU ordinal) cells a finding concerns, as it says: its GPUs (`concerns.gpus`, each by host and PCI
     address, else ordinal), else its processes' GPUs, else its hosts' GPUs."""
@@ -303,11 +358,11 @@ def _table_rows(tiles: Sequence[Tile]) -> list[tuple[list[object], bool]]:
 
 
 def _slow_groups(report: Mapping[str, Any]) -> set[str]:
-    """The groups (host:..., pair:...) a cluster-link-slow finding names in its evidence ("<group>: N GB/s")."""
-    named = set()
+    """The groups (host:..., pair:...) the cluster-link-slow findings concern."""
+    named: set[str] = set()
     for finding in report.get("findings", ()):
         if finding.get("id") == "cluster-link-slow":
-            named.update(str(line).rsplit(": ", 1)[0] for line in finding.get("evidence", ()))
+            named.update(str(g) for g in (finding.get("concerns") or {}).get("groups", ()))
     return named
 
 
@@ -545,7 +600,7 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
 # --- the page ------------------------------------------------------------------------------------------------
 
 
-def render(report: Mapping[str, Any], records: Mapping[int, Any]) -> str:
+def render(report: Mapping[str, Any], records: Mapping[int, RecordSeen]) -> str:
     """The page of one preflight: `report` as `cluster --json` prints it, `records` by process id."""
     problems = [f for f in report.get("findings", ()) if f.get("severity") in ("error", "warning")]
     # The verdict's level: the exit code decides; the worst problem says how bad (a usage error has no problem).

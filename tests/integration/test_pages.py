@@ -118,6 +118,8 @@ def _deep_report(slow_pair: str, slow_process: int) -> tuple[dict[str, Any], lis
 def test_the_deep_page_marks_the_slow_link_and_the_slow_process(tmp_path: Path, browser: Any) -> None:
     report, _, _ = _deep_report("node-1,node-2", 5)
     assert {f["id"] for f in report["findings"]} == {"cluster-link-slow", "cluster-process-slow"}
+    # What is marked comes from what the finding concerns, not from its words: reworded evidence changes nothing.
+    report = {**report, "findings": [{**f, "evidence": ["reworded"]} for f in report["findings"]]}
     page = tmp_path / "deep.html"
     page.write_text(cluster.render(report, {}))
     seen = open_page(browser, page, "cluster-deep", width=1280, height=900)
