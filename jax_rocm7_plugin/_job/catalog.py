@@ -17,6 +17,7 @@ ClusterFindingId = Literal[
     "cluster-usage-invalid",
     "cluster-join-failed",
     "cluster-incomplete",
+    "cluster-record-taken",
     "cluster-backend-unavailable",
     "cluster-version-mismatch",
     "cluster-library-mismatch",
@@ -92,6 +93,27 @@ def incomplete(
     summary: str, fix: str, missing: tuple[int, ...], hosts: tuple[str, ...], evidence: tuple[str, ...]
 ) -> ClusterFinding:
     return ClusterFinding("cluster-incomplete", "error", summary, fix, missing, hosts, evidence)
+
+
+def record_taken(processes: tuple[int, ...], hosts: tuple[str, ...], evidence: tuple[str, ...]) -> ClusterFinding:
+    """Something else wrote a record under these processes' ids before they did (the service sets a key once): two
+    processes launched with one id, or a writer that is no process of this job. Whose record is whose cannot be
+    told, so theirs are compared with no one's."""
+    from jax_rocm7_plugin._job.phrases import processes_phrase
+
+    named = processes_phrase(processes)
+    return ClusterFinding(
+        "cluster-record-taken",
+        "error",
+        f"the job check's record key of {named} was already set when {'it' if len(processes) == 1 else 'they'} "
+        f"wrote {'its' if len(processes) == 1 else 'their'} own: two processes were given one process id, or "
+        "something that is no process of this job writes to the coordination service",
+        "give every process its own id (the launcher's rank: SLURM_PROCID, OMPI_COMM_WORLD_RANK, the JobSet's "
+        "index), and let only this job's processes reach the coordinator's port",
+        processes,
+        hosts,
+        evidence,
+    )
 
 
 def mismatch(

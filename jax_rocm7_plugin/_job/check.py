@@ -17,6 +17,7 @@ passes jax's client, the tests a dict-backed store.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -136,6 +137,24 @@ class Outcome(NamedTuple):
     verdict: Verdict
     findings: tuple[ClusterFinding, ...] = ()  # process 0's, for its table; empty elsewhere
     remembered: bool = False  # process 0 found these records in its memory of agreeing jobs
+    # The keys this process found set by another when it wrote its own: "record" (a process other than 0), or
+    # "verdict" (process 0, where the verdict set first is not one a process that gave up waiting writes).
+    taken: tuple[str, ...] = ()
+
+
+# What a process says where its own write was refused (Outcome.taken): nobody else can see it.
+TAKEN_LINES = {
+    "record": "the job check's record key of process {process} was already set when this process wrote its own: "
+    "two processes were given id {process}, or something that is no process of this job writes to the "
+    "coordination service; the job acts on the verdict it reads [cluster-record-taken]",
+    "verdict": "the job's verdict was set before process 0 set its own, by a writer that is no process waiting "
+    "for it: every process acts on that one ({line}) [cluster-record-taken]",
+}
+
+
+def _already_set(error: Exception) -> bool:
+    """The service's refusal to set a key twice (jaxlib's ALREADY_EXISTS status, in its error's message)."""
+    return "ALREADY_EXISTS" in str(error)
 
 
 def next_start() -> int:
@@ -168,19 +187,70 @@ def run(
         if digest is not None and memory is not None and memory.knows(digest):
             return Outcome(_settle(store, base, Verdict("agree")), (), remembered=True)
         records, unreadable = _parse(texts)
-        missing = tuple(sorted({*(p for p in range(num_processes) if p not in texts), *unreadable}))
-        findings = tuple(_findings(records))
-        verdict = decide(records, findings, missing, timeout)
+        taken = _taken(store, base, records, num_processes)
+        records = {p: r for p, r in records.items() if p not in taken}
+        missing = tuple(sorted({*(p for p in range(num_processes) if p not in texts), *unreadable} - set(taken)))
+        findings = (*_taken_findings(taken), *_findings(records))
+        verdict = decide(records, findings, missing, timeout, count=num_processes)
         settled = _settle(store, base, verdict)
         if digest is not None and memory is not None and settled.kind == "agree":
             memory.keep(digest)
-        return Outcome(settled, findings if settled == verdict else ())
-    store.key_value_set(f"{base}/record/{process_id}", record)
+        forged = settled != verdict and settled.kind != "incomplete"  # a process that gave up writes "incomplete"
+        return Outcome(settled, findings if settled == verdict else (), taken=("verdict",) if forged else ())
+    try:
+        store.key_value_set(f"{base}/record/{process_id}", record)
+        taken_key: tuple[str, ...] = ()
+    except Exception as error:
+        if not _already_set(error):
+            raise
+        taken_key = ("record",)  # said by this process; process 0 hears of it where this comes before it reads
+        with contextlib.suppress(Exception):
+            store.key_value_set(f"{base}/taken/{process_id}", record)
     try:
         text = store.blocking_key_value_get(f"{base}/verdict", wait_ms(timeout + grace))
     except Exception:  # noqa: BLE001 - jaxlib raises its runtime error when the wait runs out
-        return Outcome(_without_verdict(store, base, process_id, num_processes, timeout))
-    return Outcome(Verdict.from_json(text))
+        return Outcome(_without_verdict(store, base, process_id, num_processes, timeout), taken=taken_key)
+    return Outcome(Verdict.from_json(text), taken=taken_key)
+
+
+class _Taken(NamedTuple):
+    host: str | None  # as the process's own record names it (None: unreadable)
+    why: str
+
+
+def _taken(store: Store, base: str, records: Mapping[int, ProcessRecord], num_processes: int) -> dict[int, _Taken]:
+    """Processes whose record under their id is not theirs: those that said their key was taken (`taken/<id>`,
+    holding their own record), and records that name another process id than their key's."""
+    from jax_rocm7_plugin._job.record import decode
+
+    found: dict[int, _Taken] = {}
+    for process, record in records.items():
+        if record.process_id != process:
+            found[process] = _Taken(None, f"the record under process {process}'s key names process {record.process_id}")
+    try:
+        listed = store.key_value_dir_get(f"{base}/taken/")
+    except Exception:  # noqa: BLE001 - an API this jaxlib lacks, a service gone: the records alone
+        listed = []
+    for key, text in listed:
+        process = process_of(key)
+        if not 0 < process < num_processes:
+            continue
+        try:
+            host: str | None = decode(text).host
+        except ValueError:
+            host = None
+        found[process] = _Taken(host, f"process {process} found its record key set when it wrote its own")
+    return found
+
+
+def _taken_findings(taken: Mapping[int, _Taken]) -> list[ClusterFinding]:
+    if not taken:
+        return []
+    from jax_rocm7_plugin._job.catalog import record_taken
+
+    processes = tuple(sorted(taken))
+    hosts = tuple(sorted({t.host for t in taken.values() if t.host is not None}))
+    return [record_taken(processes, hosts, tuple(taken[p].why for p in processes))]
 
 
 def _without_verdict(store: Store, base: str, process_id: int, num_processes: int, timeout: float) -> Verdict:
@@ -225,10 +295,15 @@ def refuses(finding: ClusterFinding) -> bool:
 
 
 def decide(
-    records: Mapping[int, ProcessRecord], findings: tuple[ClusterFinding, ...], missing: tuple[int, ...], timeout: float
+    records: Mapping[int, ProcessRecord],
+    findings: tuple[ClusterFinding, ...],
+    missing: tuple[int, ...],
+    timeout: float,
+    count: int | None = None,
 ) -> Verdict:
-    """Refuse where a finding refuses; else incomplete where processes are missing; else warn; else agree."""
-    count = len(records) + len(missing)
+    """Refuse where a finding refuses; else incomplete where processes are missing; else warn; else agree. `count`:
+    the job's processes (where some are neither compared nor missing: their record was taken)."""
+    count = count if count is not None else len(records) + len(missing)
     refusing = [f for f in findings if refuses(f)]
     if refusing:
         first = refusing[0]

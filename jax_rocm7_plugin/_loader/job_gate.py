@@ -135,6 +135,10 @@ def check(make_record: MakeRecord, *, blocking: bool, required: bool) -> str | N
         logger.debug("the job check steps aside: %s: %s", type(error).__name__, error)
         return None
     verdict = outcome.verdict
+    for key in outcome.taken:  # what only this process can see: its own write refused
+        logger.warning(
+            "ROCm backend: %s", job_check.TAKEN_LINES[key].format(process=process_id, line=verdict.line or verdict.kind)
+        )
     wall, work = (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000
     seen = " (these records agreed before)" if outcome.remembered else ""
     logger.debug("job check: %s in %.1f ms (%.1f ms of this process's CPU)%s", verdict.kind, wall, work, seen)

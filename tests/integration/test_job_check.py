@@ -231,3 +231,41 @@ def test_eight_processes_of_one_machine_starting_at_once_leave_one_whole_plan(
     assert len(plans) == 1 and "job" in json.loads(plans[0].read_text())
     again = run_job(tmp_path, standin_library, 8, each={"JOB_DEBUG": "1"}, one_machine=True)
     assert again.codes == [0] * 8 and all(WARM_LINE in o.stderr for o in again.outcomes)
+
+
+RECORD_2 = "jax_rocm7/job-check/0/record/2"
+VERDICT = "jax_rocm7/job-check/0/verdict"
+
+
+def test_a_peer_that_writes_a_huge_record_under_another_process_s_key_is_named_and_nobody_hangs(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    """Process 1 writes 3 MB under process 2's record key before process 2 does: process 2's own write is refused
+    (it says so), process 0 compares that record with no one's, and every process acts on one refusal."""
+    plant = json.dumps({RECORD_2: {"repeat": "[", "times": 3_000_000}})
+    each = {"JAX_ROCM_JOB_CHECK_TIMEOUT": "20"}
+    per_process = {0: {"JOB_LATE": "6"}, 1: {"JOB_PLANT": plant}, 2: {"JOB_LATE": "2"}}
+    job = run_job(tmp_path, standin_library, 3, each=each, per_process=per_process)
+    refused_everywhere(job, "cluster-record-taken", [2])
+    assert any("record key of process 2 was already set when this process wrote its own" in line
+               for line in job.lines(2)), job.lines(2)  # fmt: skip
+    assert '"join":{"process_id":2,' in job.results[0]["keys"]["jax_rocm7/job-check/0/taken/2"]  # its own
+
+
+def test_a_forged_verdict_is_acted_on_alike_printed_clean_and_said_by_process_0(
+    tmp_path: Path, standin_library: Path
+) -> None:
+    """Process 1 sets the verdict key before process 0 (the service's one rule: the first set stands), with a
+    terminal escape and 10,000 characters, and writes brackets nested 100,000 deep under process 2's key."""
+    forged = {"kind": "refuse", "line": "\x1b[2J\x1b[31mplanted " + "x" * 10_000, "processes": [1], "missing": []}
+    plant = json.dumps({VERDICT: json.dumps(forged), RECORD_2: {"repeat": "[", "times": 100_000}})
+    each = {"JAX_ROCM_JOB_CHECK_TIMEOUT": "20"}
+    per_process = {0: {"JOB_LATE": "4"}, 1: {"JOB_PLANT": plant}, 2: {"JOB_LATE": "2"}}
+    job = run_job(tmp_path, standin_library, 3, each=each, per_process=per_process)
+    assert job.codes == [3, 3, 3], [o.stderr[-1500:] for o in job.outcomes]
+    for process in range(3):
+        assert "\x1b" not in job.outcomes[process].stderr
+        said = [line for line in job.lines(process) if "planted" in line]
+        assert said and all(len(line) < 2300 and "(8015 more characters)" in line for line in said), said
+    assert any("the job's verdict was set before process 0 set its own" in line for line in job.lines(0))
+    assert any("record key of process 2 was already set" in line for line in job.lines(2))

@@ -12,7 +12,8 @@ jax_rocm7/ in the coordination service. Exit 0: ran on rocm;
 Parts a test may ask of a process (variables): JOB_LATE=<s> reach backend start that much later;
 JOB_NEVER=1 never start a backend (sleep JOB_LATE, then leave); JOB_RESTART=1 start the backends a second
 time after jax.extend.backend.clear_backends(); JOB_DEBUG=1 our logger's debug lines on stderr (which start
-path a process took, what the job check did).
+path a process took, what the job check did); JOB_PLANT=<json> a hostile peer: once joined, set each key of the
+object to its value in the coordination service (a value {"repeat": TEXT, "times": N} is TEXT N times).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def main() -> int:
     from jax._src import distributed
 
     me = distributed.global_state.process_id
+    for key, value in json.loads(os.environ.get("JOB_PLANT", "{}")).items():
+        text = value["repeat"] * value["times"] if isinstance(value, dict) else value
+        distributed.global_state.client.key_value_set(key, text)
     time.sleep(float(os.environ.get("JOB_LATE", "0")))
     if os.environ.get("JOB_NEVER") == "1":
         say({"process": me, "rocm": False, "never": True})

