@@ -1,21 +1,22 @@
-"""The checks that decide whether jax gets the ROCm backend: one ordered generator of findings.
+"""The checks that decide whether jax gets the ROCm backend: the loader's rule set (PIPELINE), on the engine.
 
-`checks` runs them in the order of cost -- the environment, the driver and device nodes (a
-directory listing and a few stats), the library's presence, versions, then what needs the
-library (its GPU targets, the ROCm runtime it needs, a child-process load) -- importing each
-step's modules only when the step runs. The loader consumes findings until the first
-blocking one; the doctor consumes them all (`thorough=True` also resolves every dependency
-and every extension module, which the loader leaves for when a load fails). Both read what
-the steps learned from the same `Facts`. So the loader's warning is, by construction, the
-doctor's first error.
+The rules are declared in the order of cost -- the environment, the driver and device nodes (a directory listing and
+a few stats), the library's presence, versions, then what needs the library (its GPU targets, the ROCm runtime it
+needs, a child-process load) -- and each reader imports its modules only when it runs. `checks` runs the set lazily
+(_engine.iterate): the loader consumes findings until the first blocking one, and no reader after it runs; the
+doctor consumes them all (`thorough` also resolves every dependency and every extension module, which the loader
+leaves for when a load fails). Both read what the readers gave from the same `Facts`. So the loader's warning is,
+by construction, the doctor's first error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from jax_rocm7_plugin._engine import RuleSet, Stop, iterate
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._settings import Settings, platforms_findings
 
 if TYPE_CHECKING:
@@ -33,9 +34,9 @@ if TYPE_CHECKING:
     from jax_rocm7_plugin._policy.known_issues import Situation
 
 
-# The steps of `checks`, in order. Each field of Facts belongs to one step (FACT_STEPS): it is None
-# until that step has begun, and after it holds what the step learned (None: it found nothing). A
-# caller that stops consuming findings early reads the fields of the steps that began (`Facts.step`).
+# The steps, in order. Each field of Facts belongs to one step (FACT_STEPS): it is None until that step's reader
+# has run, and after it holds what the step learned (None: it found nothing). A caller that stops consuming
+# findings early reads the fields of the steps that began (`Facts.step`).
 STEPS = ("settings", "machine", "visibility", "library", "versions", "gpus", "runtime", "pip-rocm", "c-api")
 FACT_STEPS = {
     "settings": "settings",
@@ -52,16 +53,28 @@ FACT_STEPS = {
 }
 
 
-class Facts:
-    """What the checks learned, for the loader's registration and the doctor's report.
+class Mode(NamedTuple):
+    """How far and how deep `checks` goes: `thorough` (the doctor), `through_machine` (stop after the machine
+    probe), `load` (False leaves out the child-process load and what needs it, for a plan made without it)."""
 
-    The contract (tests/integration/test_pipeline.py walks it finding by finding): `step` names the
-    last step that began; a field of a later step (FACT_STEPS) is None. Once its step began a field
-    is final, and None only where the step found nothing (no library, no GPU code objects, ...).
+    thorough: bool
+    through_machine: bool = False
+    load: bool = True
+
+
+class Facts:
+    """What the checks learned, for the loader's registration and the doctor's report: the engine's facts, as typed
+    fields (the readers' facts by name: `facts["machine"]` is `facts.machine`; others, such as a reader's
+    finding, are kept aside).
+
+    The contract (tests/integration/test_pipeline.py walks it finding by finding): `step` names the last step
+    that began; a field of a later step (FACT_STEPS) is None. Once its step began a field is final, and None
+    only where the step found nothing (no library, no GPU code objects, ...).
     (A plain class: a dataclass costs ~0.7 ms to create, inside every `import jax`.)
     """
 
     __slots__ = (
+        "aside",
         "c_api",
         "coverage",
         "jaxlib",
@@ -89,6 +102,17 @@ class Facts:
         self.verdict: Verdict | None = None  # the child-process load
         self.pip_rocm: PipRocm | None = None
         self.c_api: tuple[int, int] | None = None  # (major, minor) the library speaks, from the load
+        self.aside: dict[str, Any] = {}  # the engine's other facts: the mode, a reader's own finding
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name) if name in FACT_STEPS else self.aside[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if name in FACT_STEPS:
+            self.step = FACT_STEPS[name]
+            setattr(self, name, value)
+        else:
+            self.aside[name] = value
 
 
 def used_gpus(facts: Facts) -> list[tuple[int, KfdNode]]:
@@ -114,29 +138,10 @@ def first_blocking_finding(
 
 
 def checks(facts: Facts, *, thorough: bool, through_machine: bool = False, load: bool = True) -> Iterator[Finding]:
-    """Every finding, in the order of cost. `through_machine`: stop after the machine probe; `load`:
-    False leaves out the child-process load and what needs it (the C API), for a plan made without it."""
-    settings = facts.settings
-    # 1. The plugin's own variables, before anything reads through them.
-    yield from settings.path_findings
-    if settings.sysroot_finding is not None:
-        return  # nothing under that root can be read
-    yield from platforms_findings(settings)
-
-    # 2. The driver and device nodes, under a deadline (a hung driver must not hang `import jax`).
-    from jax_rocm7_plugin._machine.devices import machine_findings, probe_within_deadline, unknown_state
-
-    facts.step = "machine"
-    probed = probe_within_deadline(settings.sysroot, settings.groups_added)
-    if isinstance(probed, Finding):
-        facts.machine = unknown_state(settings.sysroot)
-        yield probed
-    else:
-        facts.machine = probed
-        yield from machine_findings(probed)
-    if through_machine:
-        return
-    yield from _with_pip_family(_after_machine(facts, thorough=thorough, load=load), facts)
+    """Every finding of PIPELINE, in the order its rules are declared, each as soon as it is made."""
+    facts["mode"] = Mode(thorough, through_machine, load)
+    facts["kept"] = {}  # the load verdict the library's reader read (one read), handed to the runtime's
+    return _with_pip_family(iterate(PIPELINE.rules, GIVEN, facts), facts)
 
 
 def _with_pip_family(findings: Iterator[Finding], facts: Facts) -> Iterator[Finding]:
@@ -145,75 +150,223 @@ def _with_pip_family(findings: Iterator[Finding], facts: Facts) -> Iterator[Find
     from jax_rocm7_plugin._findings import PIP_FAMILY
 
     for finding in findings:
-        if PIP_FAMILY in finding.fix:
+        gpus = [gfx for _, node in used_gpus(facts) if (gfx := node.gfx_target)]
+        if PIP_FAMILY in finding.fix and gpus:
             from jax_rocm7_plugin._policy.rocm_families import pip_family
 
-            family = pip_family([gfx for _, node in used_gpus(facts) if (gfx := node.gfx_target)])
+            family = pip_family(gpus)
             if family is not None:
                 finding = finding._replace(fix=finding.fix.replace(PIP_FAMILY, family))
         yield finding
 
 
-def _after_machine(facts: Facts, *, thorough: bool, load: bool) -> Iterator[Finding]:
-    from jax_rocm7_plugin._machine.pjrt_library import library_targets, locate_library
-    from jax_rocm7_plugin._machine.visibility import hip_view, visible_device_findings
-    from jax_rocm7_plugin._policy import versions
-    from jax_rocm7_plugin.version import __version__ as plugin_version
+# --- the loader's rule set --------------------------------------------------------------------------------------
+# Readers touch the machine (each step's modules imported as it runs); rules decide. Declared in the order of cost:
+# the order the findings come in, and (through what each reads) the order the readers run in.
 
-    settings, machine = facts.settings, facts.machine
-    assert machine is not None
-    # 3. Which GPUs the device-selection variables leave to HIP.
-    facts.step = "visibility"
-    facts.view = hip_view(settings.devices, machine.topology.gpus)
-    yield from visible_device_findings(settings.devices, machine.topology.gpus, facts.view)
+PIPELINE = RuleSet("loader")
+GIVEN = ("settings", "mode", "kept")
 
-    # 4. The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load). The loader
-    # skips reading its dynamic section when the load verdict kept for this very file is a clean load.
-    facts.step = "library"
-    kept: dict[Path, Verdict] = {}  # the verdict read here, handed to the load step (one read)
-    known_good = None if thorough or not load else _known_good(settings, kept)
+
+@PIPELINE.rule("find", reads=("settings",))
+def _plugin_variables(facts: Mapping[str, Any]) -> list[Finding] | Stop:
+    """The plugin's own variables, before anything reads through them; a sysroot that is none ends the run."""
+    settings: Settings = facts["settings"]
+    if settings.sysroot_finding is not None:
+        return Stop(tuple(settings.path_findings))  # nothing under that root can be read
+    return [*settings.path_findings, *platforms_findings(settings)]
+
+
+@PIPELINE.rule("read", reads=("settings",), gives=("machine", "machine_timeout"))
+def _machine_probe(facts: Mapping[str, Any]) -> tuple[MachineState, Finding | None]:
+    """The driver and device nodes, under a deadline (a hung driver must not hang `import jax`)."""
+    from jax_rocm7_plugin._machine.devices import probe_within_deadline, unknown_state
+
+    settings: Settings = facts["settings"]
+    probed = probe_within_deadline(settings.sysroot, settings.groups_added)
+    if isinstance(probed, Finding):
+        return unknown_state(settings.sysroot), probed
+    return probed, None
+
+
+@PIPELINE.rule("find", reads=("machine", "machine_timeout", "mode"))
+def _machine(facts: Mapping[str, Any]) -> list[Finding] | Stop:
+    from jax_rocm7_plugin._machine.devices import machine_findings
+
+    late: Finding | None = facts["machine_timeout"]
+    found = [late] if late is not None else list(machine_findings(facts["machine"]))
+    return Stop(tuple(found)) if facts["mode"].through_machine else found
+
+
+@PIPELINE.rule("read", reads=("settings", "machine"), gives="view")
+def _view(facts: Mapping[str, Any]) -> HipView:
+    """Which GPUs the device-selection variables leave to HIP."""
+    from jax_rocm7_plugin._machine.visibility import hip_view
+
+    return hip_view(facts["settings"].devices, facts["machine"].topology.gpus)
+
+
+@PIPELINE.rule("find", reads=("settings", "machine", "view"))
+def _visible_devices(facts: Mapping[str, Any]) -> Iterator[Finding]:
+    from jax_rocm7_plugin._machine.visibility import visible_device_findings
+
+    return visible_device_findings(facts["settings"].devices, facts["machine"].topology.gpus, facts["view"])
+
+
+@PIPELINE.rule("read", reads=("settings", "mode", "kept"), gives=("library", "library_refusal"))
+def _library_choice(facts: Mapping[str, Any]) -> tuple[LibraryChoice | None, Finding | None]:
+    """The PJRT library: where it is, and that it is a PJRT plugin (ELF headers, no load). The loader skips reading
+    its dynamic section when the load verdict kept for this very file is a clean load."""
+    from jax_rocm7_plugin._machine.pjrt_library import locate_library
+
+    settings: Settings = facts["settings"]
+    mode: Mode = facts["mode"]
+    known_good = None if mode.thorough or not mode.load else _known_good(settings, facts["kept"])
     choice = locate_library(
         settings.pjrt_library, settings.runfiles_dir, settings.runfiles_manifest, known_good, settings.library_named_by
     )
-    if isinstance(choice, Finding):
-        yield choice
-    else:
-        facts.library = choice
+    return (None, choice) if isinstance(choice, Finding) else (choice, None)
 
-    # 5. Versions: this plugin, jaxlib, the library's wheel.
+
+@PIPELINE.rule("find", reads=("library_refusal",))
+def _library(facts: Mapping[str, Any]) -> list[Finding]:
+    refusal: Finding | None = facts["library_refusal"]
+    return [refusal] if refusal is not None else []
+
+
+@PIPELINE.rule("read", reads=(), gives="jaxlib")
+def _jaxlib(facts: Mapping[str, Any]) -> str | None:
     from jax_rocm7_plugin._machine.jaxlib_version import jaxlib_version
 
-    facts.step = "versions"
-    facts.jaxlib = jaxlib_version()
-    pjrt_version = facts.library.pjrt_version if facts.library is not None else None
-    skew = versions.version_findings(plugin_version, facts.jaxlib, pjrt_version)
-    if thorough or skew:  # the loader looks only where the versions it would refuse for may not be the install's
-        yield from _source_tree_findings()
-    yield from skew
+    return jaxlib_version()
 
-    # 6. XLA client variables (validated when the settings were read).
-    yield from settings.xla_client_findings
 
-    # 7. The GPUs HIP will use against the library's code objects, and shared memory for them.
-    facts.step = "gpus"
-    facts.library_targets = library_targets(facts.library) if facts.library is not None else None
-    yield from _gpu_findings(facts)
+@PIPELINE.rule("find", reads=("library", "jaxlib", "mode"))
+def _versions(facts: Mapping[str, Any]) -> list[Finding]:
+    """This plugin, jaxlib, the library's wheel. The loader looks for a source tree shadowing the install only
+    where the versions it would refuse for may not be the install's."""
+    from jax_rocm7_plugin._policy import versions
+    from jax_rocm7_plugin.version import __version__ as plugin_version
 
-    # 8. The ROCm runtime the library needs, and a load in a child process.
-    facts.step = "runtime"
-    yield from _runtime_findings(facts, thorough=thorough, load=load, kept=kept)
+    library: LibraryChoice | None = facts["library"]
+    pjrt_version = library.pjrt_version if library is not None else None
+    skew = versions.version_findings(plugin_version, facts["jaxlib"], pjrt_version)
+    shadow = list(_source_tree_findings()) if facts["mode"].thorough or skew else []
+    return [*shadow, *skew]
 
-    # 9. ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time.
-    from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings, pip_rocm_used
 
-    facts.step = "pip-rocm"
-    facts.pip_rocm = pip_rocm_used(settings.rocm_path, settings.ld_library_path)
-    if facts.pip_rocm is not None:
-        yield from bitcode_findings(facts.pip_rocm)
+@PIPELINE.rule("find", reads=("settings",))
+def _xla_client(facts: Mapping[str, Any]) -> Sequence[Finding]:
+    """XLA client variables (validated when the settings were read)."""
+    return facts["settings"].xla_client_findings
 
-    # 10. The PJRT C API the library speaks, against jaxlib's.
-    facts.step = "c-api"
-    yield from _c_api_findings(facts)
+
+@PIPELINE.rule("read", reads=("library",), gives="library_targets")
+def _library_targets(facts: Mapping[str, Any]) -> list[str] | None:
+    from jax_rocm7_plugin._machine.pjrt_library import library_targets
+
+    library: LibraryChoice | None = facts["library"]
+    return library_targets(library) if library is not None else None
+
+
+@PIPELINE.rule("read", reads=("settings", "machine", "view", "library_targets"), gives="coverage")
+def _coverage(facts: Mapping[str, Any]) -> tuple[GpuCoverage, ...] | None:
+    """Every GPU of the topology (the doctor shows hidden ones too) against the library's code objects."""
+    targets: list[str] | None = facts["library_targets"]
+    if targets is None:
+        return None
+    from jax_rocm7_plugin._policy.coverage import gpu_coverage
+
+    machine, view = facts["machine"], facts["view"]
+    gpus = [(view.hip_index(node.index), node.index, node.gfx_target) for node in machine.topology.gpus]
+    return tuple(gpu_coverage(gpus, targets, facts["settings"].hsa_override))
+
+
+@PIPELINE.rule("find", reads=("settings", "machine", "view", "library_targets", "coverage"))
+def _gpus(facts: Mapping[str, Any]) -> Iterator[Finding]:
+    """The GPUs HIP will use against the library's code objects, and shared memory for them."""
+    from jax_rocm7_plugin._machine.shm import shm_findings
+    from jax_rocm7_plugin._policy.coverage import coverage_findings, override_findings
+
+    settings, machine, view = facts["settings"], facts["machine"], facts["view"]
+    usable = {gpu.node_index for gpu in machine.usable_gpus}
+    yield from override_findings(
+        settings.hsa_override, [node.gfx_target for _, node in view.gpus if node.index in usable]
+    )
+    if facts["coverage"] is not None:
+        yield from coverage_findings(facts["coverage"], facts["library_targets"], settings.hsa_override)
+    yield from shm_findings(settings.sysroot, sum(1 for _, node in view.gpus if node.index in usable))
+
+
+@PIPELINE.rule(
+    "read",
+    reads=("settings", "library", "jaxlib", "mode", "kept"),
+    gives=("runtime", "verdict", "runtime_findings"),
+)
+def _runtime(facts: Mapping[str, Any]) -> tuple[RuntimeState | None, Verdict | None, tuple[Finding, ...]]:
+    """The ROCm runtime the library needs, and a load in a child process."""
+    mode: Mode = facts["mode"]
+    return _runtime_and_load(facts["settings"], facts["library"], thorough=mode.thorough, load=mode.load,
+                             kept=facts["kept"])  # fmt: skip
+
+
+@PIPELINE.rule("find", reads=("runtime_findings",))
+def _runtime_findings(facts: Mapping[str, Any]) -> tuple[Finding, ...]:
+    return facts["runtime_findings"]
+
+
+@PIPELINE.rule("read", reads=("settings",), gives="pip_rocm")
+def _pip_rocm(facts: Mapping[str, Any]) -> PipRocm | None:
+    """ROCm from pip: its device bitcode and ld.lld, which XLA needs at run time."""
+    from jax_rocm7_plugin._machine.rocm_pip import pip_rocm_used
+
+    settings: Settings = facts["settings"]
+    return pip_rocm_used(settings.rocm_path, settings.ld_library_path)
+
+
+@PIPELINE.rule("find", reads=("pip_rocm",))
+def _pip_rocm_toolchain(facts: Mapping[str, Any]) -> list[Finding]:
+    if facts["pip_rocm"] is None:
+        return []
+    from jax_rocm7_plugin._machine.rocm_pip import bitcode_findings
+
+    return list(bitcode_findings(facts["pip_rocm"]))
+
+
+@PIPELINE.rule("read", reads=("verdict", "library"), gives="c_api")
+def _c_api_spoken(facts: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The PJRT C API the library speaks, from the load."""
+    verdict: Verdict | None = facts["verdict"]
+    if verdict is None or facts["library"] is None or not verdict.loaded or verdict.major is None:
+        return None
+    return (verdict.major, verdict.minor or 0)
+
+
+@PIPELINE.rule("find", reads=("c_api", "jaxlib", "library"))
+def _c_api(facts: Mapping[str, Any]) -> list[Finding]:
+    """The PJRT C API the library speaks, against jaxlib's."""
+    spoken: tuple[int, int] | None = facts["c_api"]
+    jaxlib: str | None = facts["jaxlib"]
+    if spoken is None:
+        return []
+    from jax_rocm7_plugin import _findings as catalog
+    from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
+    from jax_rocm7_plugin._policy import versions
+
+    try:
+        expected = versions.expected_pjrt_c_api_major(jaxlib) if jaxlib else None
+    except ValueError:  # a jaxlib version that is no version: the version step has said so
+        expected = None
+    if expected is None or spoken[0] == expected:
+        return []
+    return [
+        catalog.pjrt_c_api_mismatch(
+            f"the PJRT library speaks PJRT C API {spoken[0]}.{spoken[1]}, but jaxlib {jaxlib} speaks {expected}.x",
+            f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}'
+            f'{versions.pin_for(jaxlib or "")}"',
+            (f"library: {facts['library'].path}", f"jaxlib=={jaxlib}"),
+        )
+    ]
 
 
 def _source_tree_findings() -> Iterator[Finding]:
@@ -257,82 +410,67 @@ def _known_good(settings: Settings, kept: dict[Path, Verdict]) -> Callable[[Path
     return known_good
 
 
-def _gpu_findings(facts: Facts) -> Iterator[Finding]:
-    from jax_rocm7_plugin._machine.shm import shm_findings
-    from jax_rocm7_plugin._policy.coverage import coverage_findings, gpu_coverage, override_findings
-
-    settings, machine, view, targets = facts.settings, facts.machine, facts.view, facts.library_targets
-    assert machine is not None and view is not None
-    usable = {gpu.node_index for gpu in machine.usable_gpus}
-    yield from override_findings(
-        settings.hsa_override, [node.gfx_target for _, node in view.gpus if node.index in usable]
-    )
-    if targets is not None:  # every GPU of the topology (the doctor shows hidden ones too)
-        gpus = [(view.hip_index(node.index), node.index, node.gfx_target) for node in machine.topology.gpus]
-        facts.coverage = tuple(gpu_coverage(gpus, targets, settings.hsa_override))
-        yield from coverage_findings(facts.coverage, targets, settings.hsa_override)
-    yield from shm_findings(settings.sysroot, sum(1 for _, node in view.gpus if node.index in usable))
-
-
-def _runtime_findings(
-    facts: Facts, *, thorough: bool, load: bool, kept: dict[Path, Verdict] | None = None
-) -> Iterator[Finding]:
-    """Thorough: resolve every dependency (and module), then load only a library whose dependencies
-    are all found. Quick (the loader): load in a child first, and resolve only when that fails."""
+def _runtime_and_load(
+    settings: Settings, library: LibraryChoice | None, *, thorough: bool, load: bool, kept: Mapping[Path, Verdict]
+) -> tuple[RuntimeState | None, Verdict | None, tuple[Finding, ...]]:
+    """(the runtime state, the load's verdict, the findings). Thorough: resolve every dependency (and module), then
+    load only a library whose dependencies are all found. Quick (the loader): load in a child first, and resolve
+    only when that fails; where a missing library's ROCm 7 install has them all, load them from there first and
+    try again, unless a finding of the resolution refuses the backend already (the loader stops there)."""
     from jax_rocm7_plugin import _findings as catalog
     from jax_rocm7_plugin._binary import load_test
 
-    settings, library = facts.settings, facts.library
+    runtime: RuntimeState | None = None
+    found: list[Finding] = []
     if thorough:
         from jax_rocm7_plugin._machine.native_modules import native_modules
 
-        facts.runtime = _runtime_state(facts, native_modules())
-        yield from facts.runtime.findings
-        dependencies = facts.runtime.dependencies
-        if library is None or dependencies is None or (dependencies.missing and not facts.runtime.preload):
-            return
+        runtime = _runtime_state(settings, library, native_modules())
+        found.extend(runtime.findings)
+        dependencies = runtime.dependencies
+        if library is None or dependencies is None or (dependencies.missing and not runtime.preload):
+            return runtime, None, tuple(found)
     elif library is None or not load:
-        return
+        return None, None, ()
     # In a child process first: a library that dies while loading must not take `import jax` with it.
-    preload = facts.runtime.preload if facts.runtime is not None else ()
-    facts.verdict = (kept or {}).get(library.path) or load_test.probe(library.path, "pjrt", settings, preload=preload)
-    refused = load_test.verdict_finding(library.path, facts.verdict)
+    preload = runtime.preload if runtime is not None else ()
+    verdict = kept.get(library.path) or load_test.probe(library.path, "pjrt", settings, preload=preload)
+    refused = load_test.verdict_finding(library.path, verdict)
     if refused is not None:
-        yield refused
-        return
-    if facts.verdict.loaded or thorough:
-        return
+        return runtime, verdict, (*found, refused)
+    if verdict.loaded or thorough:
+        return runtime, verdict, tuple(found)
     # A dependency is missing: name the root cause (no ROCm 7), else every missing library; where they are all
     # in a ROCm 7 install's private directory, load them from there first (as the doctor does) and go on.
-    facts.runtime = _runtime_state(facts, [])
-    yield from facts.runtime.findings
-    if facts.runtime.preload:
-        facts.verdict = load_test.probe(library.path, "pjrt", settings, preload=facts.runtime.preload)
-        refused = load_test.verdict_finding(library.path, facts.verdict)
+    runtime = _runtime_state(settings, library, [])
+    found.extend(runtime.findings)
+    if any(f.blocks_rocm for f in runtime.findings):
+        return runtime, verdict, tuple(found)
+    if runtime.preload:
+        verdict = load_test.probe(library.path, "pjrt", settings, preload=runtime.preload)
+        refused = load_test.verdict_finding(library.path, verdict)
         if refused is not None:
-            yield refused
-            return
-        if facts.verdict.loaded:
-            return
-        facts.runtime = facts.runtime._replace(preload=())  # they did not help: the failed load's error says why
-    if not any(f.blocks_rocm for f in facts.runtime.findings):
-        from jax_rocm7_plugin._binary import pjrt_api
+            return runtime, verdict, (*found, refused)
+        if verdict.loaded:
+            return runtime, verdict, tuple(found)
+        runtime = runtime._replace(preload=())  # they did not help: the failed load's error says why
+    from jax_rocm7_plugin._binary import pjrt_api
 
-        error = facts.verdict.error or "unknown error"
-        yield catalog.library_dependency_missing(
-            f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path.name)}, "
-            "which the dynamic loader cannot find",
-            (error, f"library: {library.path}"),
-        )
+    error = verdict.error or "unknown error"
+    missing = catalog.library_dependency_missing(
+        f"the PJRT library needs {pjrt_api.missing_dependency(error, library.path.name)}, "
+        "which the dynamic loader cannot find",
+        (error, f"library: {library.path}"),
+    )
+    return runtime, verdict, (*found, missing)
 
 
-def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
+def _runtime_state(settings: Settings, library: LibraryChoice | None, modules: Sequence[Path]) -> RuntimeState:
     from jax_rocm7_plugin._machine.runtime import runtime_state
     from jax_rocm7_plugin._policy import releases
 
-    library, settings = facts.library, facts.settings
     needed = library.dynamic.needed if library is not None and library.dynamic is not None else None
-    release = library_release(facts)
+    release = _release_of(library)
     row = releases.get(release)
     return runtime_state(
         library.path if library is not None else None,
@@ -343,29 +481,6 @@ def _runtime_state(facts: Facts, modules: Sequence[Path]) -> RuntimeState:
         settings.ld_library_path,
         (release, row.rocm_version) if row is not None else None,
     )
-
-
-def _c_api_findings(facts: Facts) -> Iterator[Finding]:
-    from jax_rocm7_plugin import _findings as catalog
-    from jax_rocm7_plugin._names import PJRT_DISTRIBUTION
-    from jax_rocm7_plugin._policy import versions
-
-    verdict, library = facts.verdict, facts.library
-    if verdict is None or library is None or not verdict.loaded or verdict.major is None:
-        return
-    facts.c_api = (verdict.major, verdict.minor or 0)
-    try:
-        expected = versions.expected_pjrt_c_api_major(facts.jaxlib) if facts.jaxlib else None
-    except ValueError:  # a jaxlib version that is no version: the version step has said so
-        expected = None
-    if expected is not None and verdict.major != expected:
-        yield catalog.pjrt_c_api_mismatch(
-            f"the PJRT library speaks PJRT C API {verdict.c_api_version}, "
-            f"but jaxlib {facts.jaxlib} speaks {expected}.x",
-            f'install the library built for this jaxlib: pip install "{PJRT_DISTRIBUTION}'
-            f'{versions.pin_for(facts.jaxlib or "")}"',
-            (f"library: {library.path}", f"jaxlib=={facts.jaxlib}"),
-        )
 
 
 def situation(
@@ -495,10 +610,14 @@ def _installs(settings: Settings) -> list[RocmInstall]:
 def library_release(facts: Facts) -> str:
     """The jax release (X.Y.Z) of the PJRT library: its wheel's version (0.10.2.post1 -> 0.10.2), else, for a
     library given by path, this plugin's release."""
+    return _release_of(facts.library)
+
+
+def _release_of(library: LibraryChoice | None) -> str:
     from jax_rocm7_plugin._policy.versions import release_str
     from jax_rocm7_plugin.version import JAX_RELEASE
 
-    version = facts.library.pjrt_version if facts.library is not None else None
+    version = library.pjrt_version if library is not None else None
     try:
         return release_str(version) if version else JAX_RELEASE
     except ValueError:  # no version at all: the version step has said so

@@ -11,14 +11,19 @@ order from those declarations and runs only what the rules asked for need.
   something of its own (the first jit it ran) also gives it as a fact, for the report: no rule reads it.
 
 A rule sees only the facts it declared (a mapping that refuses any other name), so a declaration cannot fall
-behind its code. Findings keep the order of the rules that made them, which is the order the rules are declared
-in wherever no dependency decides otherwise: the order in which a report lists them is the declaration's, the
-order in which they run is the dependencies'. Stdlib only; it imports nothing of the plugin.
+behind its code. A reader may give several facts at once (`gives` a tuple, its result one value each). A rule may
+end the run (`Stop`): where nothing after it can be read (a sysroot that is none). `iterate` runs a set lazily,
+finding by finding: a caller that stops reading (the loader, at the first finding that refuses the backend) runs
+no reader nobody has read yet.
+
+Findings keep the order of the rules that made them, which is the order the rules are declared in wherever no
+dependency decides otherwise: the order in which a report lists them is the declaration's, the order in which they
+run is the dependencies'. Stdlib only; it imports nothing of the plugin.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Literal
 
 from jax_rocm7_plugin._record import NamedTuple
@@ -31,8 +36,14 @@ class Rule(NamedTuple):
     run: Callable[..., Any]  # read: (facts) -> fact; find: (facts) -> findings; refine: (facts, findings) -> findings
     phase: Phase
     reads: tuple[str, ...] = ()  # the facts it takes: given to the engine, or given by readers
-    gives: str | None = None  # the fact a reader gives (a refining rule may give one too: an outcome of its own)
+    gives: str | tuple[str, ...] | None = None  # the fact(s) a reader gives (a refining rule may give one: its outcome)
     after: tuple[str, ...] = ()  # refining rules that must have refined first
+
+
+class Stop(NamedTuple):
+    """What a rule returns to end the run after its findings: nothing after it can be read."""
+
+    findings: tuple[Any, ...] = ()
 
 
 class EngineError(Exception):
@@ -73,7 +84,12 @@ class RuleSet:
         return rule
 
     def rule(
-        self, phase: Phase, *, reads: Iterable[str] = (), gives: str | None = None, after: Iterable[str] = ()
+        self,
+        phase: Phase,
+        *,
+        reads: Iterable[str] = (),
+        gives: str | tuple[str, ...] | None = None,
+        after: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare the decorated function a rule of this set, named after it (`_` becomes `-`, leading ones go)."""
 
@@ -101,10 +117,10 @@ def plan(rules: Sequence[Rule], given: Iterable[str] = ()) -> list[Rule]:
     readers: dict[str, Rule] = {}
     for rule in rules:
         if rule.phase == "read":
-            assert rule.gives is not None
-            if rule.gives in readers or rule.gives in supplied:
-                raise EngineError(f"two sources of the fact {rule.gives!r}")
-            readers[rule.gives] = rule
+            for fact in _given(rule):
+                if fact in readers or fact in supplied:
+                    raise EngineError(f"two sources of the fact {fact!r}")
+                readers[fact] = rule
     position = {rule.name: n for n, rule in enumerate(rules)}
     ordered: list[Rule] = []
     done: set[str] = set()
@@ -143,6 +159,22 @@ def plan(rules: Sequence[Rule], given: Iterable[str] = ()) -> list[Rule]:
     return ordered
 
 
+def _given(rule: Rule) -> tuple[str, ...]:
+    return rule.gives if isinstance(rule.gives, tuple) else (rule.gives,) if rule.gives is not None else ()
+
+
+def _read(rule: Rule, facts: MutableMapping[str, Any]) -> None:
+    value = rule.run(_Facts(facts, rule))
+    names = _given(rule)
+    if isinstance(rule.gives, tuple):
+        if len(value) != len(names):
+            raise EngineError(f"reader {rule.name!r} gives {names}, but returned {len(value)} value(s)")
+        for name, each in zip(names, value, strict=True):
+            facts[name] = each
+    else:
+        facts[names[0]] = value
+
+
 def run(rules: Sequence[Rule], given: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """Run the plan of `rules` with the facts `given`: (the findings, every fact read)."""
     facts: dict[str, Any] = dict(given)
@@ -150,13 +182,35 @@ def run(rules: Sequence[Rule], given: Mapping[str, Any]) -> tuple[list[Any], dic
     for rule in plan(rules, given):
         view = _Facts(facts, rule)
         if rule.phase == "read":
-            assert rule.gives is not None
-            facts[rule.gives] = rule.run(view)
+            _read(rule, facts)
         elif rule.phase == "find":
-            findings.extend(rule.run(view))
+            made = rule.run(view)
+            if isinstance(made, Stop):
+                findings.extend(made.findings)
+                break
+            findings.extend(made)
         elif rule.gives is not None:  # a refining rule with an outcome of its own (read by no rule: reported)
-            refined, facts[rule.gives] = rule.run(view, findings)
+            refined, facts[_given(rule)[0]] = rule.run(view, findings)
             findings = list(refined)
         else:
             findings = list(rule.run(view, findings))
     return findings, facts
+
+
+def iterate(rules: Sequence[Rule], given: Iterable[str], facts: MutableMapping[str, Any]) -> Iterator[Any]:
+    """The findings of `rules`, each as soon as its rule made it; readers run when a rule first needs them, so a
+    caller that stops reading leaves the rest of the machine unread. `facts` holds the facts `given` and takes
+    every fact read. Refining rules need every finding: a set with one is run with `run`."""
+    ordered = plan(rules, given)
+    refining = [r.name for r in ordered if r.phase == "refine"]
+    if refining:
+        raise EngineError(f"iterate runs no refining rule ({', '.join(refining)}): they need every finding")
+    for rule in ordered:
+        if rule.phase == "read":
+            _read(rule, facts)
+            continue
+        made = rule.run(_Facts(facts, rule))
+        if isinstance(made, Stop):
+            yield from made.findings
+            return
+        yield from made

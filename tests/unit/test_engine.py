@@ -113,3 +113,53 @@ def test_the_doctor_lists_no_checks_it_asks_the_engine() -> None:
     ordered = plan(DOCTOR.rules, GIVEN)
     assert {r.name for r in ordered} == {r.name for r in DOCTOR.rules}  # every reader is needed by some rule
     assert next(r.name for r in ordered if r.phase == "find") == "loader-checks"  # the loader's first error first
+
+
+def test_iterate_runs_a_reader_only_when_a_rule_first_needs_it_and_stops_where_its_caller_stops() -> None:
+    """The loader's quick path: it reads findings until the first that refuses, and the readers of later rules
+    never touch the machine."""
+    from jax_rocm7_plugin._engine import RuleSet, Stop, iterate
+
+    ran: list[str] = []
+    rules = RuleSet("lazy")
+
+    @rules.rule("read", gives="cheap")
+    def _cheap(facts: object) -> int:
+        ran.append("cheap")
+        return 1
+
+    @rules.rule("read", gives=("costly", "also"))
+    def _costly(facts: object) -> tuple[int, int]:
+        ran.append("costly")
+        return 2, 3
+
+    @rules.rule("find", reads=("cheap",))
+    def _first(facts: Mapping[str, int]) -> list[str]:
+        return ["refuses"]
+
+    @rules.rule("find", reads=("costly", "also"))
+    def _second(facts: Mapping[str, int]) -> list[str]:
+        return [f"costly {facts['costly']} {facts['also']}"]
+
+    found = iterate(rules.rules, (), {})
+    assert next(found) == "refuses" and ran == ["cheap"]
+    store: dict[str, object] = {}
+    assert list(iterate(rules.rules, (), store)) == ["refuses", "costly 2 3"] and store["also"] == 3
+
+    stopping = RuleSet("stop")
+
+    @stopping.rule("find")
+    def _unreadable(facts: object) -> Stop:
+        return Stop(("no root",))
+
+    @stopping.rule("read", gives="tree")
+    def _tree(facts: object) -> int:
+        ran.append("tree")
+        return 0
+
+    @stopping.rule("find", reads=("tree",))
+    def _later(facts: object) -> list[str]:
+        return ["later"]
+
+    ran.clear()
+    assert list(iterate(stopping.rules, (), {})) == ["no root"] and ran == []
