@@ -68,7 +68,8 @@ def rccl_list_matches(value: str | None, name: str, port: int | None = None) -> 
     return rccl_list(value).matches(name, port)
 
 
-_ADDRESS = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\]]+)):(?P<port>[0-9]{1,5})")
+# Patterns as text, compiled (and cached by re) at their first use: this module is imported inside `import jax`.
+_ADDRESS = r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\]]+)):(?P<port>[0-9]{1,5})"
 
 
 class Address(NamedTuple):
@@ -81,32 +82,32 @@ class Address(NamedTuple):
 
 def parse_address(text: str) -> Address | None:
     """HOST:PORT, or None where `text` is not one (the grammar above)."""
-    match = _ADDRESS.fullmatch(text)  # no blank around it: jax hands the text to gRPC as it is
+    match = re.fullmatch(_ADDRESS, text)  # no blank around it: jax hands the text to gRPC as it is
     if match is None or not 0 < int(match["port"]) < 65536:
         return None
     return Address(match["v6"] or match["host"], int(match["port"]))
 
 
-_SIZE = re.compile(r"([0-9]+)\s*(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
+_SIZE = r"([0-9]+)\s*(?:([kmgt])(?:i?b)?|b)?"
 _UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_size(text: str) -> int | None:
     """Bytes of a size (the grammar above), or None where `text` is not one."""
-    match = _SIZE.fullmatch(text.strip())
+    match = re.fullmatch(_SIZE, text.strip(), re.IGNORECASE)
     if match is None:
         return None
     return int(match[1]) * _UNIT[(match[2] or "").lower()]
 
 
-_LOOSE_VERSION = re.compile(r"([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?")
+_LOOSE_VERSION = r"([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?"
 
 
 def loose_version(text: str | None) -> tuple[int, int, int] | None:
     """(major, minor, patch) of a loose version (the grammar above), missing parts 0; None where it starts with none."""
     if not text:
         return None
-    match = _LOOSE_VERSION.match(text.strip())
+    match = re.match(_LOOSE_VERSION, text.strip())
     if match is None:
         return None
     return int(match[1]), int(match[2] or 0), int(match[3] or 0)
