@@ -218,14 +218,14 @@ def parse_cpu_list(text: str | None) -> int | None:
 
 
 def parse_memlock(text: str | None) -> int | None:
-    """The soft "Max locked memory" of /proc/<pid>/limits in bytes; -1 for unlimited."""
-    for line in (text or "").splitlines():
-        if line.startswith("Max locked memory"):
-            soft = line[len("Max locked memory") :].split()[0]
-            if soft == "unlimited":
-                return -1
-            return int(soft) if soft.isdigit() else None
-    return None
+    """The soft "Max locked memory" of /proc/<pid>/limits in bytes; -1 for unlimited (the one reading of that file:
+    _machine/process_limits.parse_limits)."""
+    from jax_rocm7_plugin._machine.process_limits import parse_limits
+
+    limit = (parse_limits(text) or {}).get("Max locked memory")
+    if limit is None:
+        return None
+    return -1 if limit.soft is None else limit.soft
 
 
 def _ras(device: str, shown: str) -> tuple[tuple[RasBlock, ...], tuple[str, ...]]:

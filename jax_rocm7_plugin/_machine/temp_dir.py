@@ -63,16 +63,21 @@ def read_temp_dir(root: Path, environ: Mapping[str, str]) -> TempDir:
 
 
 def may_write_in(temp: TempDir, identity: Identity) -> bool:
-    """Whether `identity` may create files in the folder taken (write and search bits, by number, as the kernel
-    judges them; root passes over what its user namespace maps)."""
-    if temp.mode is None or temp.uid is None or temp.gid is None:
+    """Whether `identity` may create files in the folder taken."""
+    return may_create_in(temp.mode, temp.uid, temp.gid, identity)
+
+
+def may_create_in(mode: int | None, uid: int | None, gid: int | None, identity: Identity) -> bool:
+    """Whether `identity` may create files in a folder of this mode and owner (write and search bits, by number, as
+    the kernel judges them; root passes over what its user namespace maps)."""
+    if mode is None or uid is None or gid is None:
         return False
-    if identity.uid == 0 and OVERFLOW_ID not in (temp.uid, temp.gid):
+    if identity.uid == 0 and OVERFLOW_ID not in (uid, gid):
         return True
-    if temp.uid == identity.uid:
+    if uid == identity.uid:
         bits = stat.S_IWUSR | stat.S_IXUSR
-    elif temp.gid in identity.gids:
+    elif gid in identity.gids:
         bits = stat.S_IWGRP | stat.S_IXGRP
     else:
         bits = stat.S_IWOTH | stat.S_IXOTH
-    return temp.mode & bits == bits
+    return mode & bits == bits

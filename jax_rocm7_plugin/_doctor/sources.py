@@ -1,0 +1,55 @@
+"""The readers of the machine's other sources of configuration, as engine readers the rule families read
+(rule_needs.py, rule_references.py, rule_providers.py, rule_effective.py): the kernel, this process's limits and
+cgroup, the Python environment, and the folders the stack writes. Each runs under its own deadline; one that runs
+out gives None (unknown), and no rule judges what is unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jax_rocm7_plugin._engine import RuleSet
+from jax_rocm7_plugin._machine.kernel import KernelFacts, read_kernel
+from jax_rocm7_plugin._machine.process_limits import ProcessLimits, read_process_limits
+from jax_rocm7_plugin._machine.python_env import PythonEnv, read_python_env
+from jax_rocm7_plugin._machine.write_dirs import WriteDirs, read_write_dirs
+from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+READERS = RuleSet("sources")
+READ_SECONDS = 5.0
+
+
+@READERS.rule("read", reads=("settings",), gives="kernel")
+def _kernel(facts: Mapping[str, Any]) -> KernelFacts | None:
+    root = facts["settings"].sysroot
+    try:
+        return with_deadline(lambda: read_kernel(root), READ_SECONDS)
+    except Deadline:
+        return None
+
+
+@READERS.rule("read", reads=("settings",), gives="process-limits")
+def _process_limits(facts: Mapping[str, Any]) -> ProcessLimits | None:
+    root = facts["settings"].sysroot
+    try:
+        return with_deadline(lambda: read_process_limits(root), READ_SECONDS)
+    except Deadline:
+        return None
+
+
+@READERS.rule("read", reads=("settings",), gives="python-env")
+def _python_env(facts: Mapping[str, Any]) -> PythonEnv | None:
+    """The environment the doctor runs in: the one jax runs in when the doctor is run as the README says."""
+    try:
+        return with_deadline(read_python_env, READ_SECONDS)
+    except Deadline:
+        return None
+
+
+@READERS.rule("read", reads=("settings",), gives="write-dirs")
+def _write_dirs(facts: Mapping[str, Any]) -> WriteDirs | None:
+    settings = facts["settings"]
+    try:
+        return with_deadline(lambda: read_write_dirs(settings.sysroot, settings.environ or {}), READ_SECONDS)
+    except Deadline:
+        return None
