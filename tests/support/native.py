@@ -33,6 +33,29 @@ def compile_shared(
     return output
 
 
+def library_needing(output: Path, sonames: Sequence[str], stubs: Path) -> Path:
+    """An empty shared object at `output` whose NEEDED entries are `sonames` (test fixture: each linked against a
+    stub of that soname made in `stubs`, which is no part of the machine)."""
+    stubs.mkdir(parents=True, exist_ok=True)
+    made = []
+    for soname in sonames:
+        stub = stubs / soname
+        if not stub.exists():
+            compile_shared(stubs, soname.split(".")[0].replace("-", "_"), "int stub_symbol(void) { return 0; }\n",
+                           flags=[f"-Wl,-soname,{soname}"], output_name=soname)  # fmt: skip
+        made.append(stub)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    source = output.parent / f".{output.name}.c"
+    source.write_text("int placeholder(void) { return 0; }\n")
+    command = [compiler, "-shared", "-fPIC", "-o", str(output), str(source), "-Wl,--no-as-needed", *map(str, made)]
+    subprocess.run(command, check=True, capture_output=True)
+    source.unlink()
+    return output
+
+
 def library_needing_missing_dependency(directory: Path) -> Path:
     """libneeds.so (PJRT-shaped: it exports GetPjrtApi) with NEEDED libgone.so, deleted after linking."""
     gone = compile_shared(directory, "gone", "int gone(void) { return 1; }\n")
