@@ -76,6 +76,13 @@ FindingId = Literal[
     "first-jit-failed",
     "math-library-gpu-unsupported",
     "compile-temp-dir-unusable",
+    "kernel-feature-missing",
+    "module-option-ignored",
+    "module-option-not-in-effect",
+    "python-module-provided-twice",
+    "runtime-provided-twice",
+    "write-dir-unusable",
+    "write-dir-full",
     "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
@@ -539,6 +546,112 @@ def compile_temp_dir_unusable(
         )
     concerns = Concerns(variables=variables, files=files)
     return Finding("compile-temp-dir-unusable", "error", summary, fix, evidence, concerns=concerns)
+
+
+def kernel_feature_missing(
+    severity: Severity, missing: Sequence[tuple[str, str]], release: str | None, source: str, context: str
+) -> Finding:
+    """The running kernel was built without options the stack needs here (`missing`: option, what it is for;
+    _policy/machine_needs.json), read from its configuration at `source`."""
+    kernel = f"the running kernel ({release})" if release else "the running kernel"
+    options = ", ".join(o for o, _ in missing)
+    summary = f"{kernel} is built without {options} ({'; '.join(f'{o}: {why}' for o, why in missing)}), {context}"
+    built = " ".join(f"{o}=y" for o, _ in missing)
+    fix = f"boot a kernel built with {built} (your distribution's kernel, or rebuild this one with them)"
+    evidence = tuple(f"{source}: # {o} is not set" for o, _ in missing)
+    return Finding("kernel-feature-missing", severity, summary, fix, evidence, concerns=Concerns(files=(source,)))
+
+
+def module_option_ignored(
+    module: str, parameter: str, value: str, source: str, why: str, instead: str | None
+) -> Finding:
+    """A module option the kernel ignores: its module is not loaded, or has no such parameter (`why`); `instead`:
+    the loaded module that has a parameter of that name."""
+    summary = f"{source} sets {module}.{parameter}={value}, but {why}: the option does nothing"
+    where = "the kernel command line" if source == "/proc/cmdline" else source
+    if instead is not None:
+        fix = (
+            f"set {instead}.{parameter}={value} instead (in {where}; in /etc/modprobe.d: options {instead} "
+            f"{parameter}={value}), then reboot"
+        )
+    else:
+        fix = f"remove {module}.{parameter} from {where}, or name the module and parameter the running kernel has"
+    evidence = (f"{source}: {module}.{parameter}={value}", why)
+    return Finding("module-option-ignored", "warning", summary, fix, evidence, concerns=Concerns(files=(source,)))
+
+
+def module_option_not_in_effect(module: str, parameter: str, asked: str, in_effect: str, source: str) -> Finding:
+    where = "the kernel command line" if source == "/proc/cmdline" else source
+    summary = (
+        f"{where} sets {module}.{parameter}={asked}, but {in_effect} is in effect "
+        f"(/sys/module/{module}/parameters/{parameter}): {module} was loaded without it"
+    )
+    fix = (
+        "regenerate the initramfs (update-initramfs -u, or dracut -f) so that the module loads with it, then reboot"
+        if source != "/proc/cmdline"
+        else "reboot with that command line (update-grub after editing /etc/default/grub), then check the value"
+    )
+    evidence = (f"{source}: {module}.{parameter}={asked}", f"/sys/module/{module}/parameters/{parameter}: {in_effect}")
+    return Finding("module-option-not-in-effect", "warning", summary, fix, evidence, concerns=Concerns(files=(source,)))
+
+
+def python_module_provided_twice(
+    module: str, providers: Sequence[tuple[str, str, str, tuple[str, ...]]], keep: str | None
+) -> Finding:
+    """Two distributions install one top-level module (`providers`: name, version, folder, who requires it): the
+    files of one overwrote the other's, or the first folder of the path hides the other."""
+    said = "; ".join(
+        f"{name} {version} in {folder} (required by {', '.join(who) if who else 'no installed distribution'})"
+        for name, version, folder, who in providers
+    )
+    summary = f"two distributions install the Python module {module}: {said}"
+    others = [name for name, *_ in providers if name != keep]
+    if keep is not None:
+        fix = f"keep one: pip uninstall {' '.join(others)}, then pip install --force-reinstall {keep}"
+    else:
+        fix = f"keep one: pip uninstall one of {', '.join(n for n, *_ in providers)}, then reinstall the other"
+    evidence = tuple(f"{folder}/{name}: RECORD lists {module}/" for name, _, folder, _ in providers)
+    return Finding("python-module-provided-twice", "warning", summary, fix, evidence)
+
+
+def runtime_provided_twice(interface: str, providers: Sequence[tuple[str, str]]) -> Finding:
+    """Two copies of a runtime a process may hold once (`providers`: the file, who brings it in)."""
+    said = "; ".join(f"{path} (brought by {who})" for path, who in providers)
+    summary = f"two copies of the {interface} would be in one process where their users are imported together: {said}"
+    fix = (
+        "keep one copy in the process: run the one that brings its own in a separate process, or install a build "
+        f"of it that uses the system's {interface}"
+    )
+    evidence = tuple(f"{who}: {path}" for path, who in providers)
+    return Finding(
+        "runtime-provided-twice",
+        "warning",
+        summary,
+        fix,
+        evidence,
+        concerns=Concerns(files=tuple(p for p, _ in providers)),
+    )
+
+
+def write_dir_unusable(purpose: str, path: str, named_by: str, why: str, variable: str | None) -> Finding:
+    summary = f"{purpose} is {path} ({named_by}), where this process cannot write: {why}"
+    fix = (
+        f"set {variable} to a folder this user can write in (mkdir -p it first)"
+        if variable is not None
+        else "make the folder writable by this user"
+    )
+    concerns = Concerns(variables=(variable,) if variable else (), files=(path,))
+    return Finding("write-dir-unusable", "warning", summary, fix, (f"{named_by}: {path}", why), concerns=concerns)
+
+
+def write_dir_full(purpose: str, path: str, named_by: str, free: int, need: int, variable: str | None) -> Finding:
+    summary = (
+        f"{purpose} is {path} ({named_by}), whose file system has {free // 2**20} MiB free: writes there can fail "
+        f"midway (under {need // 2**20} MiB)"
+    )
+    fix = f"free space there, or set {variable} to a folder with room" if variable else "free space there"
+    concerns = Concerns(variables=(variable,) if variable else (), files=(path,))
+    return Finding("write-dir-full", "warning", summary, fix, (f"{path}: {free} bytes free",), concerns=concerns)
 
 
 def compile_temp_dir_unanswered(path: str | None, seconds: float, variables: tuple[str, ...]) -> Finding:

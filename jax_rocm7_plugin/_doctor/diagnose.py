@@ -12,7 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jax_rocm7_plugin import _engine
-from jax_rocm7_plugin._doctor import rule_temp_dir, rules
+from jax_rocm7_plugin._doctor import (
+    rule_effective,
+    rule_needs,
+    rule_providers,
+    rule_references,
+    rule_temp_dir,
+    rules,
+    sources,
+)
 from jax_rocm7_plugin._doctor.report import (
     ExtensionEntry,
     GpuEntry,
@@ -56,7 +64,10 @@ def _rerun(changed: Settings) -> tuple[Finding, ...]:
 
 
 def _diagnose(settings: Settings, *, deep: bool | None, prove: bool) -> tuple[Report, Facts]:
-    doctor = rules.DOCTOR + rule_temp_dir.RULES  # the rule sets the doctor asks for
+    # The rule sets the doctor asks for: the loader's checks and the doctor's own, then one set per invariant over
+    # the machine's other sources (their readers in sources.py).
+    doctor = rules.DOCTOR + rule_temp_dir.RULES + sources.READERS
+    doctor = doctor + rule_needs.RULES + rule_references.RULES + rule_providers.RULES + rule_effective.RULES
     given = {"settings": settings, "deep": deep, "prove": prove, "rerun": _rerun}
     if settings.sysroot_finding is not None:
         # Nothing under that root can be read: the variable is the finding.

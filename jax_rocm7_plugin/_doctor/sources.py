@@ -40,8 +40,9 @@ def _process_limits(facts: Mapping[str, Any]) -> ProcessLimits | None:
 @READERS.rule("read", reads=("settings",), gives="python-env")
 def _python_env(facts: Mapping[str, Any]) -> PythonEnv | None:
     """The environment the doctor runs in: the one jax runs in when the doctor is run as the README says."""
+    root = str(facts["settings"].sysroot)
     try:
-        return with_deadline(read_python_env, READ_SECONDS)
+        return with_deadline(lambda: read_python_env(root=root), READ_SECONDS)
     except Deadline:
         return None
 

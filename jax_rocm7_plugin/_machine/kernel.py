@@ -3,9 +3,10 @@ loaded, each module parameter in effect and what the system's modprobe configura
 
 Formats (each read under the sysroot, bounded; a file missing or damaged is unknown, never an error):
 - release: /proc/sys/kernel/osrelease (one line, as `uname -r`);
-- build configuration: /proc/config.gz (gzip; CONFIG_IKCONFIG_PROC), else /boot/config-<release> (the
-  distributions' copy): `CONFIG_X=y|m|<value>` lines, `# CONFIG_X is not set` for an option built out
-  (Documentation/kbuild/kconfig.rst);
+- build configuration: /proc/config.gz (gzip; CONFIG_IKCONFIG_PROC), else the distributions' copy, where each keeps
+  it (/boot/config-<release>; /usr/lib/modules/<release>/config on Fedora CoreOS and Azure Linux; ostree's and
+  kernel-install's folders; a source tree's .config): `CONFIG_X=y|m|<value>` lines, `# CONFIG_X is not set` for
+  an option built out (Documentation/kbuild/kconfig.rst);
 - command line: /proc/cmdline, words separated by blanks, `module.parameter=value` for a module's parameter
   (Documentation/admin-guide/kernel-parameters.rst: parameters of built-in and loadable modules alike);
 - modules loaded: /proc/modules, the name first on each line (proc(5));
@@ -33,6 +34,9 @@ from jax_rocm7_plugin._safe_io import read_file, read_text
 
 OSRELEASE = "/proc/sys/kernel/osrelease"
 CONFIG_GZ = "/proc/config.gz"
+CONFIG_COPIES = ("/boot/config-{release}", "/usr/lib/modules/{release}/config", "/lib/modules/{release}/config",
+                 "/usr/lib/ostree-boot/config-{release}", "/usr/lib/kernel/config-{release}",
+                 "/usr/src/linux-{release}/.config")  # fmt: skip
 CMDLINE = "/proc/cmdline"
 MODULES = "/proc/modules"
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
@@ -97,10 +101,11 @@ def _config(root: Path, release: str | None) -> tuple[dict[str, str] | None, str
     except (OSError, EOFError, ValueError, zlib.error):
         pass
     if release and "/" not in release:
-        where = f"/boot/config-{release}"
-        text = _small(root, where, MAX_CONFIG_BYTES)
-        if text is not None:
-            return parse_config(text), where
+        for where in CONFIG_COPIES:
+            path = where.format(release=release)
+            text = _small(root, path, MAX_CONFIG_BYTES)
+            if text is not None:
+                return parse_config(text), path
     return None, None
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +33,7 @@ class Distribution(NamedTuple):
     location: str  # the folder on the path holding its .dist-info
     modules: tuple[str, ...]  # the top-level modules it provides (namespace packages left out)
     native: tuple[str, ...]  # its shared objects, relative to `location`
+    requires: tuple[str, ...] = ()  # the distributions it requires (Requires-Dist), names normalized (PEP 503)
 
 
 class PythonEnv(NamedTuple):
@@ -47,8 +49,14 @@ class PythonEnv(NamedTuple):
         return {module: tuple(each) for module, each in found.items()}
 
 
-def _metadata(text: str) -> tuple[str | None, str | None]:
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _metadata(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
     name = version = None
+    requires: list[str] = []
     for line in text.splitlines():
         if not line.strip():
             break  # the headers end at the first blank line (the description follows)
@@ -57,7 +65,11 @@ def _metadata(text: str) -> tuple[str | None, str | None]:
             name = value.strip()
         elif key == "Version" and version is None:
             version = value.strip()
-    return name, version
+        elif key == "Requires-Dist" and "extra ==" not in value:  # an extra's requirement is not installed by it
+            required = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", value)
+            if required:
+                requires.append(normalized(required.group(1)))
+    return name, version, tuple(requires)
 
 
 def _record_files(text: str) -> list[str]:
@@ -81,12 +93,16 @@ def _provided(files: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(modules)), tuple(native)
 
 
-def read_python_env(path: Sequence[str] | None = None) -> PythonEnv:
-    """The distributions on `path` (sys.path where None), the first of one name on the path only once."""
+def read_python_env(path: Sequence[str] | None = None, root: str = "/") -> PythonEnv:
+    """The distributions on `path` (sys.path where None) as the machine under `root` holds them (the sysroot: this
+    interpreter's folders under it), each folder's distribution of one name once."""
     seen: set[tuple[str, str]] = set()
     found: list[Distribution] = []
-    for folder in dict.fromkeys(path if path is not None else sys.path):
-        if not folder or not os.path.isdir(folder):
+    for entry in dict.fromkeys(path if path is not None else sys.path):
+        if not entry or not entry.startswith("/"):
+            continue
+        folder = entry if root == "/" else os.path.join(root, entry.lstrip("/"))
+        if not os.path.isdir(folder):
             continue
         try:
             entries = sorted(e for e in os.listdir(folder) if e.endswith(".dist-info"))
@@ -97,7 +113,7 @@ def read_python_env(path: Sequence[str] | None = None) -> PythonEnv:
                 return PythonEnv(tuple(found))
             info = os.path.join(folder, entry)
             try:
-                name, version = _metadata(read_text(os.path.join(info, "METADATA"), 1024 * 1024))
+                name, version, requires = _metadata(read_text(os.path.join(info, "METADATA"), 1024 * 1024))
                 record = read_text(os.path.join(info, "RECORD"), MAX_RECORD_BYTES)
             except (OSError, ValueError):
                 continue
@@ -105,5 +121,5 @@ def read_python_env(path: Sequence[str] | None = None) -> PythonEnv:
                 continue
             seen.add((folder, name.lower()))
             modules, native = _provided(_record_files(record))
-            found.append(Distribution(name, version or "", folder, modules, native))
+            found.append(Distribution(name, version or "", folder, modules, native, requires))
     return PythonEnv(tuple(found))

@@ -1,0 +1,53 @@
+"""The effective value is judged: what the configuration asks of a GPU stack module's parameter
+(_policy/machine_needs.json) against the value in effect, which is what runs (an option added after the module was
+loaded, or kept out of the initramfs, asks in vain)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._engine import RuleSet
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.kernel import KernelFacts
+from jax_rocm7_plugin._policy.machine_needs import stack_modules
+
+RULES = RuleSet("effective")
+_TRUE, _FALSE = frozenset({"1", "y", "yes", "on", "true"}), frozenset({"0", "n", "no", "off", "false"})
+
+
+def _same(asked: str, shown: str) -> bool | None:
+    """Whether a parameter shows the value asked (booleans as the kernel prints them, Y/N; numbers by value); None
+    where the two cannot be compared (strings, lists)."""
+    a, b = asked.strip().lower(), shown.strip().lower()
+    if a == b:
+        return True
+    if a in _TRUE | _FALSE and b in ("y", "n"):
+        return (a in _TRUE) == (b == "y")
+    try:
+        return int(a, 0) == int(b, 0)
+    except ValueError:
+        return None
+
+
+@RULES.rule("find", reads=("kernel",))
+def _options_in_effect(facts: Mapping[str, Any]) -> list[Finding]:
+    kernel: KernelFacts | None = facts["kernel"]
+    if kernel is None:
+        return []
+    asked: dict[tuple[str, str], list[Any]] = {}
+    stack = stack_modules()
+    for option in kernel.options:
+        if option.module not in stack:
+            continue  # another module may clamp what it is asked (page_reporting's order): not the stack's to judge
+        asked.setdefault((option.module, option.parameter), []).append(option)
+    found = []
+    for (module, parameter), options in asked.items():
+        shown = kernel.in_effect.get(module, {}).get(parameter)
+        if shown is None or len({o.value for o in options}) != 1:
+            continue  # not shown, or asked two ways (which wins depends on where the module is loaded from)
+        if _same(options[0].value, shown) is False:
+            first = options[0]
+            found.append(catalog.module_option_not_in_effect(module, parameter, first.value, shown, first.source))
+    return found

@@ -1,0 +1,94 @@
+"""A reference resolves: a value that names something names one that exists, is the one in effect, and this
+process can use. Here: the module parameters the kernel command line and modprobe.d name, and the folders the stack
+writes in (named by a variable, or its reader's default where unset)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from jax_rocm7_plugin import _findings as catalog
+from jax_rocm7_plugin._engine import RuleSet
+from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine.identity import read_identity
+from jax_rocm7_plugin._machine.kernel import KernelFacts
+from jax_rocm7_plugin._machine.temp_dir import may_create_in
+from jax_rocm7_plugin._machine.write_dirs import WriteDirs
+from jax_rocm7_plugin._policy.machine_needs import stack_modules
+
+RULES = RuleSet("references")
+MAX_MODULES_LOOKED_AT = 2000
+
+
+@RULES.rule("find", reads=("kernel", "settings"))
+def _module_options(facts: Mapping[str, Any]) -> list[Finding]:
+    """An option the kernel ignores: for a loaded module that has no such parameter (a misspelling), or for a module
+    that is not loaded while a loaded one has that parameter (the option aimed at the wrong module). An option for a
+    module that is not loaded and whose parameter no loaded module has is left alone: a module loaded later, or one
+    the machine does not use."""
+    kernel: KernelFacts | None = facts["kernel"]
+    if kernel is None or kernel.loaded is None:
+        return []
+    root = facts["settings"].sysroot
+    stack = stack_modules()
+    found = []
+    for option in kernel.options:
+        folder = host_path(root, f"/sys/module/{option.module}/parameters")
+        present = option.module in kernel.loaded or os.path.isdir(host_path(root, f"/sys/module/{option.module}"))
+        if present:
+            if option.module not in stack:
+                continue  # another module's parameters may be hidden from sysfs by design
+            shown = kernel.in_effect.get(option.module)
+            if shown and option.parameter not in shown and os.path.isdir(folder):
+                why = f"{option.module} has no parameter {option.parameter}"
+                found.append(catalog.module_option_ignored(
+                    option.module, option.parameter, option.value, option.source, why, None
+                ))  # fmt: skip
+            continue
+        instead = _module_with(root, kernel, option.parameter)
+        if instead is not None and instead in stack:
+            why = f"the module {option.module} is not loaded ({instead} is, and has {option.parameter})"
+            found.append(catalog.module_option_ignored(
+                option.module, option.parameter, option.value, option.source, why, instead
+            ))  # fmt: skip
+    return found
+
+
+def _module_with(root: Any, kernel: KernelFacts, parameter: str) -> str | None:
+    """The loaded module that has `parameter` (one only: where several have it, none is named)."""
+    having = [
+        module
+        for module in sorted(kernel.loaded or ())[:MAX_MODULES_LOOKED_AT]
+        if os.path.exists(host_path(root, f"/sys/module/{module}/parameters/{parameter}"))
+    ]
+    return having[0] if len(having) == 1 else None
+
+
+@RULES.rule("find", reads=("write-dirs", "checked"))
+def _writable_dirs(facts: Mapping[str, Any]) -> list[Finding]:
+    """The folders the stack writes in (set, or its readers' defaults), for a process that will run on a GPU: each
+    exists or can be created, on a file system mounted writable, and this process may write there."""
+    dirs: WriteDirs | None = facts["write-dirs"]
+    machine = facts["checked"].facts.machine
+    if dirs is None or machine is None or not machine.usable_gpus:
+        return []
+    identity = machine.identity or read_identity(machine.root)
+    found = []
+    for d in dirs.dirs:
+        if not d.path.startswith("/"):
+            continue
+        if d.exists and not d.is_dir:
+            why = "it is a file, not a folder"
+        elif d.base is None:
+            why = "a file stands where a folder above it should be"
+        elif d.read_only:
+            why = f"{d.base} is on a file system mounted read-only"
+        elif not may_create_in(d.mode, d.uid, d.gid, identity):
+            where = d.path if d.exists else f"{d.base} (where it would be created)"
+            why = f"{where} has mode {d.mode:o}, owner uid {d.uid} gid {d.gid}; this process is uid {identity.uid}"
+        else:
+            continue
+        found.append(catalog.write_dir_unusable(d.purpose, d.path, d.named_by, why, d.variable))
+    return found

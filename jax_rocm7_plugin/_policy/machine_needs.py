@@ -1,0 +1,52 @@
+"""What the GPU stack needs of the machine beyond its own files (data: machine_needs.json, each entry with its
+source). Stdlib only; the doctor's."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jax_rocm7_plugin._record import NamedTuple
+
+DATA = Path(__file__).resolve().parent / "machine_needs.json"
+
+
+class KernelFeature(NamedTuple):
+    option: str
+    when: str  # gpu, gpus (two or more on the host), gpus-or-rdma
+    severity: str
+    purpose: str
+    source: str
+
+
+@cache
+def _data() -> dict[str, Any]:
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def kernel_features() -> tuple[KernelFeature, ...]:
+    return tuple(
+        KernelFeature(f["option"], f["when"], f["severity"], f["for"], f["source"]) for f in _data()["kernel_features"]
+    )
+
+
+def runtime_interface(file_name: str) -> str | None:
+    """The single-instance interface a shared object's file name provides (libgomp.so.1, a vendored
+    libgomp-a34b3233.so.1), or None."""
+    for entry in _data()["single_instance_runtimes"]["interfaces"]:
+        for stem in entry["stems"]:
+            if re.fullmatch(rf"{re.escape(stem)}(?:-[0-9a-f]{{6,}})?\.so(?:\.[0-9.]+)?", file_name):
+                return str(entry["interface"])
+    return None
+
+
+def write_room_bytes() -> int:
+    return int(_data()["write_room_bytes"]["value"])
+
+
+def stack_modules() -> frozenset[str]:
+    """The kernel modules the GPU stack runs on, whose parameters are judged."""
+    return frozenset(_data()["stack_modules"]["modules"])
