@@ -30,6 +30,17 @@ HOST: Host = HEALTHY[14].but(  # the node with every health file, a fabric, and 
         "/sys/class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n",
         "/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
         "/etc/ld.so.conf.d/x86_64-linux-gnu.conf": "/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n",
+        # The other sources of configuration (_doctor/sources.py's readers), healthy.
+        "/proc/sys/kernel/osrelease": "6.8.0-57-generic\n",
+        "/boot/config-6.8.0-57-generic": "CONFIG_HSA_AMD=y\nCONFIG_HSA_AMD_SVM=y\nCONFIG_HSA_AMD_P2P=y\n",
+        "/proc/modules": "amdgpu 19542016 0 - Live 0x0\nttm 110592 1 amdgpu, Live 0x0\n",
+        "/etc/modprobe.d/amdgpu.conf": "options amdgpu noretry=1\n",
+        "/sys/module/amdgpu/parameters/noretry": "1\n",
+        "/proc/self/limits": "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max open files            1048576              1048576              files     \n",
+        "/proc/self/cgroup": "0::/\n",
+        "/sys/fs/cgroup/pids.max": "max\n",
+        "/proc/self/uid_map": "         0          0 4294967295\n",
     }
 )
 SECONDS = 20.0  # far above a diagnosis here (~0.2 s): past it, a reader waited on what it should have refused
@@ -173,7 +184,11 @@ def test_any_file_damaged_in_any_way_leaves_a_report(machine: _Machine, data: st
 def test_every_damage_of_every_configuration_file(machine: _Machine, damage: str) -> None:
     """The files a user or a package writes (/etc, /proc/self, the ROCm tree's version files) each take every damage:
     the readers of configuration, where the hidden-set failures live."""
-    chosen = [f for f in machine.files if f.startswith(("etc/", "proc/")) or f.endswith((".info", "version"))]
+    chosen = [
+        f
+        for f in machine.files
+        if f.startswith(("etc/", "proc/", "boot/")) or f.endswith((".info", "version", "pids.max", "noretry"))
+    ]
     assert chosen
     for relative in chosen:
         machine.diagnosed_with(relative, damage)

@@ -1,0 +1,175 @@
+"""The four invariants over the machine's other sources, each on the healthy fleet's machines (tests/support/fleet.py)
+with one source changed as a public failure shows it: a need is met (rule_needs.py), a reference resolves
+(rule_references.py), one provider per interface (rule_providers.py), the effective value is judged
+(rule_effective.py). Each test fails without its rule; each has a control that stays quiet."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jax_rocm7_plugin._doctor.report import Report
+from tests.support.fleet import HEALTHY, SITE, Host, _dist, build_host
+from tests.support.inprocess import doctor
+
+EIGHT = HEALTHY[0]  # MI300X x8
+ONE = HEALTHY[4]  # MI210 x1
+MODULES = "amdgpu 19542016 0 - Live 0x0000000000000000\nttm 110592 1 amdgpu, Live 0x0000000000000000\n"
+
+
+def _run(host: Host, tmp_path: Path, build: Path, mp: pytest.MonkeyPatch, **environ: str) -> Report:
+    root, base, library = build_host(host, "7.14.0", tmp_path, build, mp)
+    return doctor({**base, **environ}, root, library)
+
+
+def _ids(report: Report, *ids: str) -> list[str]:
+    return [f.sentence() for f in report.findings if f.id in ids]
+
+
+# --- a need is met ------------------------------------------------------------------------------------------------
+
+_NO_P2P = "CONFIG_HSA_AMD=y\nCONFIG_HSA_AMD_SVM=y\n# CONFIG_HSA_AMD_P2P is not set\n# CONFIG_PCI_P2PDMA is not set\n"
+
+
+def test_a_kernel_without_peer_to_peer_is_named_where_the_host_has_gpus_to_share(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    files = {"/proc/sys/kernel/osrelease": "6.12.18\n", "/boot/config-6.12.18": _NO_P2P}
+    report = _run(EIGHT.but(files=files), tmp_path / "8", build, mp)
+    (finding,) = [f for f in report.findings if f.id == "kernel-feature-missing"]
+    assert finding.severity == "warning" and "CONFIG_HSA_AMD_P2P, CONFIG_PCI_P2PDMA" in finding.summary
+    assert finding.fix.startswith("boot a kernel built with CONFIG_HSA_AMD_P2P=y CONFIG_PCI_P2PDMA=y")
+    assert "8 AMD GPU(s)" in finding.summary and finding.concerns.files == ("/boot/config-6.12.18",)  # type: ignore[union-attr]
+    # One GPU and no RDMA: peer-to-peer is no need of this host's.
+    assert _ids(_run(ONE.but(files=files), tmp_path / "1", build, mp), "kernel-feature-missing") == []
+
+
+def test_a_kernel_without_kfd_is_an_error_and_an_unknown_configuration_is_not_judged(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    files = {"/proc/sys/kernel/osrelease": "6.1.0\n", "/usr/lib/modules/6.1.0/config": "# CONFIG_HSA_AMD is not set\n"}
+    report = _run(ONE.but(files=files), tmp_path / "a", build, mp)
+    errors = [f for f in report.findings if f.id == "kernel-feature-missing" and f.severity == "error"]
+    assert len(errors) == 1 and "CONFIG_HSA_AMD (CONFIG_HSA_AMD: KFD" in errors[0].summary
+    assert _ids(_run(ONE, tmp_path / "b", build, mp), "kernel-feature-missing") == []  # no configuration to read
+
+
+def test_a_full_file_system_where_the_stack_writes_is_named(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    from jax_rocm7_plugin._machine import write_dirs
+
+    real = os.statvfs
+
+    class Full:  # stands in for a full file system (none can be made here without privileges)
+        def __init__(self, path: str) -> None:
+            fs = real(path)
+            self.f_flag, self.f_frsize, self.f_bavail = fs.f_flag, 4096, 1000
+
+    (tmp_path / "root-home").mkdir()
+    host = ONE.but(files={"/home/user/.keep": ""})
+    mp.setattr(write_dirs.os, "statvfs", Full)
+    found = _ids(_run(host, tmp_path / "full", build, mp, HOME="/home/user"), "write-dir-full")
+    assert any("MIOpen's kernel cache is /home/user/.cache/miopen" in s and "3 MiB free" in s for s in found), found
+    mp.setattr(write_dirs.os, "statvfs", real)
+    assert _ids(_run(host, tmp_path / "room", build, mp, HOME="/home/user"), "write-dir-full") == []
+
+
+# --- a reference resolves -----------------------------------------------------------------------------------------
+
+
+def test_a_module_option_aimed_at_a_module_not_loaded_or_at_no_parameter_does_nothing(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "/proc/cmdline": "ro amdttm.pages_limit=32768000 amdgpu.gtt_size=122880 usbcore.autosuspend=-1\n",
+        "/proc/modules": MODULES,
+        "/sys/module/ttm/parameters/pages_limit": "16376986\n",
+        "/sys/module/amdgpu/parameters/gttsize": "-1\n",
+    }
+    found = _ids(_run(ONE.but(files=files), tmp_path, build, mp), "module-option-ignored")
+    assert len(found) == 2, found
+    assert "amdttm.pages_limit=32768000, but the module amdttm is not loaded (ttm is" in found[0]
+    assert "set ttm.pages_limit=32768000 instead" in found[0]
+    assert "amdgpu has no parameter gtt_size" in found[1]  # a misspelling of gttsize: the kernel ignores it
+
+
+def test_a_folder_the_stack_writes_in_that_this_user_cannot_is_named_default_or_set(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    user = HEALTHY[15]  # user 1000 in a container, given the nodes' group
+    report = _run(user.but(files={"/home/user/.keep": ""}), tmp_path / "a", build, mp, HOME="/home/user")
+    found = _ids(report, "write-dir-unusable")  # /home/user is root's (0755): nothing can be created there
+    assert any("MIOpen's tuning database is /home/user/.config/miopen (default (MIOPEN_USER_DB_PATH unset))" in s
+               for s in found), found  # fmt: skip
+    assert all("this process is uid 1000" in s for s in found)
+    root = tmp_path / "b"
+    report = _run(user, root, build, mp, HOME="/tmp", MIOPEN_USER_DB_PATH="/tmp/db")
+    assert _ids(report, "write-dir-unusable") == []  # /tmp is 1777: the control
+
+
+# --- one provider per interface -----------------------------------------------------------------------------------
+
+
+def test_one_module_from_two_distributions_names_both_and_the_one_to_keep(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    files = {
+        **_dist("torch", "2.7.0", ("torch/__init__.py",), ("pytorch-triton-rocm",)),
+        **_dist("pytorch-triton-rocm", "3.2.0", ("triton/__init__.py",)),
+        **_dist("triton", "3.3.0", ("triton/__init__.py",)),
+        **_dist("plugin-a", "1.0", ("jax_plugins/a/__init__.py",)),  # a namespace package: shared, no conflict
+        **_dist("plugin-b", "1.0", ("jax_plugins/b/__init__.py",)),
+    }
+    report = _run(ONE.but(files=files), tmp_path, build, mp)
+    (finding,) = [f for f in report.findings if f.id == "python-module-provided-twice"]
+    assert "the Python module triton: pytorch-triton-rocm 3.2.0" in finding.summary
+    assert "(required by torch)" in finding.summary and "(required by no installed distribution)" in finding.summary
+    assert finding.fix == "keep one: pip uninstall triton, then pip install --force-reinstall pytorch-triton-rocm"
+
+
+def test_two_openmp_runtimes_are_named_with_who_brings_each_and_one_is_not(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    torch = _dist("torch", "2.12", ("torch/lib/libtorch_cpu.so",))
+    vendored = f"{SITE}/coacd.libs/libgomp-a34b3233.so.1"
+    system = {f"{SITE}/torch/lib/libtorch_cpu.so": ("libgomp.so.1",), "/usr/lib/x86_64-linux-gnu/libgomp.so.1": ()}
+    host = ONE.but(
+        files={**torch, **_dist("coacd", "1.0", ("coacd.libs/libgomp-a34b3233.so.1",))},
+        binaries={**system, vendored: ()},
+    )
+    (finding,) = [f for f in _run(host, tmp_path / "two", build, mp).findings if f.id == "runtime-provided-twice"]
+    assert "two copies of the OpenMP runtime" in finding.summary
+    assert f"{SITE}/coacd.libs/libgomp-a34b3233.so.1 (brought by the distribution coacd)" in finding.summary
+    assert "/usr/lib/x86_64-linux-gnu/libgomp.so.1 (brought by the distribution torch (torch/lib/libtorch_cpu.so " \
+           "needs libgomp.so.1))" in finding.summary  # fmt: skip
+    alone = ONE.but(files=torch, binaries=system)
+    assert _ids(_run(alone, tmp_path / "one", build, mp), "runtime-provided-twice") == []
+
+
+# --- the effective value is judged --------------------------------------------------------------------------------
+
+
+def test_a_module_option_asked_but_not_in_effect_is_named_and_the_kernels_own_spelling_is_not(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "/etc/modprobe.d/amdgpu.conf": "options amdgpu cwsr_enable=0 noretry=1\n",
+        "/proc/cmdline": "ro page_reporting.page_reporting_order=11\n",  # clamped by its module, not the stack's
+        "/proc/modules": MODULES,
+        "/sys/module/amdgpu/parameters/cwsr_enable": "1\n",
+        "/sys/module/amdgpu/parameters/noretry": "1\n",
+        "/sys/module/page_reporting/parameters/page_reporting_order": "9\n",
+    }
+    found = _ids(
+        _run(ONE.but(files=files), tmp_path, build, mp), "module-option-not-in-effect", "module-option-ignored"
+    )
+    assert len(found) == 1 and "/etc/modprobe.d/amdgpu.conf sets amdgpu.cwsr_enable=0, but 1 is in effect" in found[0]
+    assert "regenerate the initramfs" in found[0]
+
+
+@pytest.fixture
+def mp(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    return monkeypatch
