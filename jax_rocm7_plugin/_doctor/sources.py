@@ -37,9 +37,14 @@ def _process_limits(facts: Mapping[str, Any]) -> ProcessLimits | None:
         return None
 
 
-@READERS.rule("read", reads=("settings",), gives="python-env")
+@READERS.rule("read", reads=("settings", "checked"), gives="python-env")
 def _python_env(facts: Mapping[str, Any]) -> PythonEnv | None:
-    """The environment the doctor runs in: the one jax runs in when the doctor is run as the README says."""
+    """The environment the doctor runs in: the one jax runs in when the doctor is run as the README says. Read only
+    on a machine with AMD GPUs (what it costs, 20 ms and more for what its native code needs, buys nothing where the
+    stack will not run)."""
+    machine = facts["checked"].facts.machine
+    if machine is None or not machine.topology.gpus:
+        return None
     root = str(facts["settings"].sysroot)
     try:
         return with_deadline(lambda: read_python_env(root=root), READ_SECONDS)
