@@ -36,11 +36,24 @@ def kernel_features() -> tuple[KernelFeature, ...]:
 def runtime_interface(file_name: str) -> str | None:
     """The single-instance interface a shared object's file name provides (libgomp.so.1, a vendored
     libgomp-a34b3233.so.1), or None."""
-    for entry in _data()["single_instance_runtimes"]["interfaces"]:
-        for stem in entry["stems"]:
-            if re.fullmatch(rf"{re.escape(stem)}(?:-[0-9a-f]{{6,}})?\.so(?:\.[0-9.]+)?", file_name):
-                return str(entry["interface"])
-    return None
+    match = _runtime_names().fullmatch(file_name)
+    return _interface_of()[match.group(1)] if match else None
+
+
+@cache
+def _interface_of() -> dict[str, str]:
+    return {
+        stem: str(entry["interface"])
+        for entry in _data()["single_instance_runtimes"]["interfaces"]
+        for stem in entry["stems"]
+    }
+
+
+@cache
+def _runtime_names() -> re.Pattern[str]:
+    """Any stem, with auditwheel's hash where vendored, then .so and a version."""
+    stems = "|".join(re.escape(stem) for stem in sorted(_interface_of(), key=len, reverse=True))
+    return re.compile(rf"({stems})(?:-[0-9a-f]{{6,}})?\.so(?:\.[0-9.]+)?")
 
 
 def write_room_bytes() -> int:
