@@ -5,8 +5,8 @@ out gives None (unknown), and no rule judges what is unknown."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._machine.kernel import KernelFacts, read_kernel
@@ -17,24 +17,27 @@ from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
 READERS = RuleSet("sources")
 READ_SECONDS = 5.0
+T = TypeVar("T")
+
+
+def _in_time(probe: Callable[[], T]) -> T | None:
+    """`probe` under the readers' deadline; None (unknown) where it runs out."""
+    try:
+        return with_deadline(probe, READ_SECONDS)
+    except Deadline:
+        return None
 
 
 @READERS.rule("read", reads=("settings",), gives="kernel")
 def _kernel(facts: Mapping[str, Any]) -> KernelFacts | None:
     root = facts["settings"].sysroot
-    try:
-        return with_deadline(lambda: read_kernel(root), READ_SECONDS)
-    except Deadline:
-        return None
+    return _in_time(lambda: read_kernel(root))
 
 
 @READERS.rule("read", reads=("settings",), gives="process-limits")
 def _process_limits(facts: Mapping[str, Any]) -> ProcessLimits | None:
     root = facts["settings"].sysroot
-    try:
-        return with_deadline(lambda: read_process_limits(root), READ_SECONDS)
-    except Deadline:
-        return None
+    return _in_time(lambda: read_process_limits(root))
 
 
 @READERS.rule("read", reads=("settings", "checked"), gives="python-env")
@@ -46,16 +49,10 @@ def _python_env(facts: Mapping[str, Any]) -> PythonEnv | None:
     if machine is None or not machine.topology.gpus:
         return None
     root = str(facts["settings"].sysroot)
-    try:
-        return with_deadline(lambda: read_python_env(root=root), READ_SECONDS)
-    except Deadline:
-        return None
+    return _in_time(lambda: read_python_env(root=root))
 
 
 @READERS.rule("read", reads=("settings",), gives="write-dirs")
 def _write_dirs(facts: Mapping[str, Any]) -> WriteDirs | None:
     settings = facts["settings"]
-    try:
-        return with_deadline(lambda: read_write_dirs(settings.sysroot, settings.environ or {}), READ_SECONDS)
-    except Deadline:
-        return None
+    return _in_time(lambda: read_write_dirs(settings.sysroot, settings.environ or {}))
