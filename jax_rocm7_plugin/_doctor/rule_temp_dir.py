@@ -12,6 +12,7 @@ from typing import Any
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
+from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.identity import read_identity
 from jax_rocm7_plugin._machine.temp_dir import CANDIDATES, TempDir, may_write_in, read_temp_dir
@@ -40,7 +41,8 @@ def _compile_temp_dir(facts: Mapping[str, Any]) -> list[Finding]:
     if machine is None or not machine.usable_gpus:
         return []
     if isinstance(temp, Deadline):
-        named = tuple(n for n in CANDIDATES if facts["settings"].environ and facts["settings"].environ.get(n))
+        environ = facts["settings"].environ or {}
+        named = tuple(n for n in CANDIDATES if read(n, environ))
         return [catalog.compile_temp_dir_unanswered(temp.path, temp.seconds, named)]
     evidence = tuple(
         f"{c.named_by}={c.path}: {c.why_not or 'taken'}"
