@@ -83,6 +83,7 @@ FindingId = Literal[
     "runtime-provided-twice",
     "write-dir-unusable",
     "write-dir-full",
+    "install-file-changed",
     "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
     "known-issue",  # a public bug of the versions this machine runs (_policy/known_issues.json); see `known_issue`
@@ -652,6 +653,21 @@ def write_dir_full(purpose: str, path: str, named_by: str, free: int, need: int,
     fix = f"free space there, or set {variable} to a folder with room" if variable else "free space there"
     concerns = Concerns(variables=(variable,) if variable else (), files=(path,))
     return Finding("write-dir-full", "warning", summary, fix, (f"{path}: {free} bytes free",), concerns=concerns)
+
+
+def install_file_changed(
+    system: str, package: str, version: str | None, missing: Sequence[str], changed: Sequence[str], step: str
+) -> Finding:
+    """Files of an installed package missing, or not the ones it installed (`system`: pip or dpkg; `step`: the
+    reinstall command, quoted by the caller from validated names)."""
+    said = f"{package} {version}" if version else package
+    parts = [f"{len(missing)} missing"] if missing else []
+    parts += [f"{len(changed)} changed (another size or digest than the package installed)"] if changed else []
+    first = [*missing, *changed][:3]
+    summary = f"files of {system}'s {said} are not as it installed them: {', '.join(parts)}, e.g. {', '.join(first)}"
+    evidence = (*(f"missing: {p}" for p in missing[:8]), *(f"changed: {p}" for p in changed[:8]))
+    concerns = Concerns(files=tuple(first))
+    return Finding("install-file-changed", "warning", summary, f"reinstall it: {step}", evidence, concerns=concerns)
 
 
 def compile_temp_dir_unanswered(path: str | None, seconds: float, variables: tuple[str, ...]) -> Finding:

@@ -63,3 +63,18 @@ def write_room_bytes() -> int:
 def stack_modules() -> frozenset[str]:
     """The kernel modules the GPU stack runs on, whose parameters are judged."""
     return frozenset(_data()["stack_modules"]["modules"])
+
+
+class ManifestPolicy(NamedTuple):
+    pip_prefixes: tuple[str, ...]
+    dpkg_prefixes: tuple[str, ...]
+    hash_max_bytes: int
+    hash_budget_bytes: int
+
+
+def manifest_policy() -> ManifestPolicy:
+    data = _data()["manifests"]
+    return ManifestPolicy(
+        tuple(data["pip_prefixes"]), tuple(data["dpkg_prefixes"]), int(data["hash_max_bytes"]),
+        int(data["hash_budget_bytes"]),
+    )  # fmt: skip

@@ -110,6 +110,44 @@ def test_a_folder_the_stack_writes_in_that_this_user_cannot_is_named_default_or_
     assert _ids(report, "write-dir-unusable") == []  # /tmp is 1777: the control
 
 
+def test_an_install_that_is_not_what_its_package_installed_is_named_with_the_reinstall_step(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    import base64
+    import hashlib
+
+    def sha(text: str) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+    good, info = "VERSION = '0.12.0'\n", f"{SITE}/jaxlib-0.12.0.dist-info"
+    record = (
+        f"jaxlib/version.py,sha256={sha(good)},{len(good)}\njaxlib/xla.py,sha256={sha('x')},1\n"
+        f"jaxlib/gone.py,sha256={sha('g')},1\njaxlib-0.12.0.dist-info/RECORD,,\n"
+    )
+    files = {
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: jaxlib\nVersion: 0.12.0\n",
+        f"{info}/RECORD": record,
+        f"{SITE}/jaxlib/version.py": good,
+        f"{SITE}/jaxlib/xla.py": "y",  # one byte, as recorded, but another one: another digest
+        "/var/lib/dpkg/info/rocm-core.md5sums": "d41d8cd98f00b204e9800998ecf8427e  opt/rocm/.info/kept\n"
+        "0cc175b9c0f1b6a831c399e269772661  opt/rocm/.info/changed\n",
+        "/opt/rocm/.info/kept": "",
+        "/opt/rocm/.info/changed": "b",
+    }
+    found = [
+        f for f in _run(ONE.but(files=files), tmp_path / "a", build, mp).findings if f.id == "install-file-changed"
+    ]
+    assert [f.fix for f in found] == [
+        "reinstall it: pip install --force-reinstall --no-deps jaxlib==0.12.0",
+        "reinstall it: sudo apt-get install --reinstall rocm-core",
+    ]
+    assert "1 missing, 1 changed" in found[0].summary and f"{SITE}/jaxlib/gone.py" in found[0].summary
+    assert found[1].evidence == ("changed: /opt/rocm/.info/changed",)
+    files[f"{info}/RECORD"] = f"jaxlib/version.py,sha256={sha(good)},{len(good)}\n"
+    files["/var/lib/dpkg/info/rocm-core.md5sums"] = "d41d8cd98f00b204e9800998ecf8427e  opt/rocm/.info/kept\n"
+    assert _ids(_run(ONE.but(files=files), tmp_path / "b", build, mp), "install-file-changed") == []
+
+
 # --- one provider per interface -----------------------------------------------------------------------------------
 
 
