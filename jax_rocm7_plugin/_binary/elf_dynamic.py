@@ -57,7 +57,7 @@ def _cstring(data: mmap.mmap | bytes, offset: int) -> str:
     return data[offset:end].decode("utf-8", errors="replace")
 
 
-def _sections(data: mmap.mmap) -> tuple[int, int, list[Section]]:
+def _sections(data: mmap.mmap, names: bool = True) -> tuple[int, int, list[Section]]:
     if len(data) < _EHDR.size or data[:4] != b"\x7fELF":
         raise ElfError("not an ELF file")
     if data[4] != 2 or data[5] != 1:
@@ -94,15 +94,17 @@ def _sections(data: mmap.mmap) -> tuple[int, int, list[Section]]:
     for name, sh_type, _flags, _addr, offset, size, link, _info, _align, entsize in raw:
         if sh_type != SHT_NOBITS and offset + size > len(data):
             raise ElfError("a section runs past the end of the file (truncated?)")
-        sections.append(Section(_cstring(data, names_at + name), sh_type, offset, size, link, entsize))
+        shown = _cstring(data, names_at + name) if names else ""
+        sections.append(Section(shown, sh_type, offset, size, link, entsize))
     return e_type, e_machine, sections
 
 
-def read_dynamic(path: Path, *, exports: bool = True) -> DynamicInfo:
-    """NEEDED, RUNPATH, RPATH and (optionally) exported symbols of an ELF object."""
+def read_dynamic(path: Path, *, exports: bool = True, names: bool = True) -> DynamicInfo:
+    """NEEDED, RUNPATH, RPATH and (optionally) exported symbols of an ELF object; `names` False leaves the sections
+    unnamed (`sections` empty), for a reader of many objects that needs only their dynamic section."""
     try:
         with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            e_type, e_machine, sections = _sections(data)
+            e_type, e_machine, sections = _sections(data, names or exports)
             needed: list[str] = []
             runpath: list[str] = []
             rpath: list[str] = []
@@ -128,7 +130,7 @@ def read_dynamic(path: Path, *, exports: bool = True) -> DynamicInfo:
                 runpath=tuple(runpath),
                 rpath=tuple(rpath),
                 exports=tuple(sorted(symbols)),
-                sections={s.name: s for s in sections if s.name},
+                sections={s.name: s for s in sections if s.name} if names else {},
             )
     except (ValueError, struct.error) as error:  # mmap of an empty file, short reads
         raise ElfError(str(error)) from None

@@ -68,7 +68,7 @@ def _providers(env: PythonEnv | None, closure: Mapping[str, Path], root: Path, l
             if read > MAX_OBJECTS:
                 return found
             try:
-                needed = read_dynamic(path, exports=False).needed
+                needed = read_dynamic(path, exports=False, names=False).needed
             except (ElfError, OSError, ValueError):
                 continue
             for soname in needed:
