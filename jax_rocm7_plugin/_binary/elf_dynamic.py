@@ -99,6 +99,58 @@ def _sections(data: mmap.mmap, names: bool = True) -> tuple[int, int, list[Secti
     return e_type, e_machine, sections
 
 
+_PHDR = struct.Struct("<IIQQQQQQ")
+_PT_LOAD, _PT_DYNAMIC, _DT_STRTAB, _DT_STRSZ = 1, 2, 5, 10
+MAX_DYNAMIC_BYTES = 64 * 1024
+MAX_STRTAB_BYTES = 4 * 1024 * 1024
+
+
+def read_needed(path: Path) -> tuple[str, ...]:
+    """NEEDED of an ELF object through its program headers alone (the dynamic segment and its string table): a few
+    small reads, for a reader of many objects (the Python environment's)."""
+    with open(path, "rb") as stream:
+        head = stream.read(_EHDR.size)
+        if len(head) < _EHDR.size or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            raise ElfError("not a 64-bit little-endian ELF file")
+        fields = _EHDR.unpack(head)
+        phoff, phentsize, phnum = fields[5], fields[9], fields[10]
+        if phentsize != _PHDR.size or phnum > 256:
+            raise ElfError("program headers of an unknown size")
+        stream.seek(phoff)
+        table = stream.read(phnum * _PHDR.size)
+        if len(table) < phnum * _PHDR.size:
+            raise ElfError("program header table is truncated")
+        loads, dynamic = [], None
+        for i in range(phnum):
+            p_type, _flags, offset, vaddr, _paddr, filesz, _memsz, _align = _PHDR.unpack_from(table, i * _PHDR.size)
+            if p_type == _PT_LOAD:
+                loads.append((vaddr, offset, filesz))
+            elif p_type == _PT_DYNAMIC:
+                dynamic = (offset, filesz)
+        if dynamic is None:
+            return ()
+        stream.seek(dynamic[0])
+        raw = stream.read(min(dynamic[1], MAX_DYNAMIC_BYTES))
+        needed, strtab, strsz = [], None, MAX_STRTAB_BYTES
+        for pos in range(0, len(raw) - _DYN.size + 1, _DYN.size):
+            tag, value = _DYN.unpack_from(raw, pos)
+            if tag == _DT_NULL:
+                break
+            if tag == _DT_NEEDED:
+                needed.append(value)
+            elif tag == _DT_STRTAB:
+                strtab = value
+            elif tag == _DT_STRSZ:
+                strsz = min(value, MAX_STRTAB_BYTES)
+        where = next((off + strtab - va for va, off, size in loads if strtab is not None and va <= strtab < va + size),
+                     None)  # fmt: skip
+        if where is None:
+            raise ElfError("the dynamic string table is in no loaded segment")
+        stream.seek(where)
+        strings = stream.read(strsz)
+    return tuple(_cstring(strings, offset) for offset in needed)
+
+
 def read_dynamic(path: Path, *, exports: bool = True, names: bool = True) -> DynamicInfo:
     """NEEDED, RUNPATH, RPATH and (optionally) exported symbols of an ELF object; `names` False leaves the sections
     unnamed (`sections` empty), for a reader of many objects that needs only their dynamic section."""

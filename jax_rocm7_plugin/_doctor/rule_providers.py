@@ -40,7 +40,7 @@ def _runtime_providers(facts: Mapping[str, Any]) -> Providers | None:
 
 
 def _providers(env: PythonEnv | None, closure: Mapping[str, Path], root: Path, ld_path: Any) -> Providers:
-    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
+    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_needed
     from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, resolve_opened
 
     found: Providers = {}
@@ -68,7 +68,7 @@ def _providers(env: PythonEnv | None, closure: Mapping[str, Path], root: Path, l
             if read > MAX_OBJECTS:
                 return found
             try:
-                needed = read_dynamic(path, exports=False, names=False).needed
+                needed = read_needed(path)
             except (ElfError, OSError, ValueError):
                 continue
             for soname in needed:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax_rocm7_build.elf_facts import read_elf_facts
 
-from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic
+from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_dynamic, read_needed
 from tests.support.native import compile_shared
 
 HOST_LIBRARIES = [Path("/lib/x86_64-linux-gnu/libstdc++.so.6"), Path("/lib/x86_64-linux-gnu/libamdhip64.so.5")]
@@ -36,6 +36,26 @@ def test_agrees_on_the_standin_pjrt_plugin(standin_library: Path) -> None:
 @pytest.mark.parametrize("path", [p for p in HOST_LIBRARIES if p.exists()], ids=lambda p: p.name)
 def test_agrees_on_host_libraries(path: Path) -> None:
     assert_agrees_with_pyelftools(path)
+
+
+def test_needed_through_the_program_headers_agrees_on_every_object_of_this_environment(standin_library: Path) -> None:
+    """read_needed (the environment reader's, program headers only) against the sections' reading, on the stand-in
+    library, the host's libraries and every shared object of this virtual environment (jaxlib's, numpy's ...)."""
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["platlib"])
+    objects = [standin_library, *(p for p in HOST_LIBRARIES if p.exists()), *sorted(site.rglob("*.so*"))]
+    compared = 0
+    for path in objects:
+        if not path.is_file():
+            continue
+        try:
+            expected = read_dynamic(path, exports=False).needed
+        except ElfError:
+            continue
+        assert read_needed(path) == expected, path
+        compared += 1
+    assert compared >= 20, compared
 
 
 def test_agrees_on_runpath_and_rpath(tmp_path: Path) -> None:
