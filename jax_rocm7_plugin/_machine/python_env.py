@@ -14,7 +14,6 @@ Bounded: at most MAX_DISTRIBUTIONS distributions and MAX_RECORD_BYTES of each RE
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 import sys
@@ -72,24 +71,30 @@ def _metadata(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
     return name, version, tuple(requires)
 
 
-def _record_files(text: str) -> list[str]:
-    return [row[0] for row in csv.reader(text.splitlines()) if row and row[0]]
+# RECORD's rows as patterns over the whole file (one pass in C: a large wheel's RECORD has thousands of rows): a
+# package's __init__.py, a top-level module, a top-level extension module, any shared object. A path with a comma is
+# quoted (csv) and matches none of them: no module or shared object the stack knows has one.
+# Each anchored on the line's newline (the text searched starts with one): re scans for that literal, where `^` with
+# MULTILINE would try every position.
+_PACKAGE = re.compile(r"\n([A-Za-z_][A-Za-z0-9_]*)/__init__\.py,")
+_MODULE = re.compile(r"\n([A-Za-z_][A-Za-z0-9_]*)\.py,")
+_EXTENSION = re.compile(r"\n([A-Za-z_][A-Za-z0-9_]*)\.[^/,\n]*\.so,")
+_SHARED_END = re.compile(r"\.so(?:\.[0-9.]+)?,")  # where a shared object's path ends; its line gives its start
 
 
-def _provided(files: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    modules, native = [], []
-    for path in files:
-        parts = path.replace("\\", "/").split("/")
-        if parts[0] in ("..", "") or parts[0].endswith((".dist-info", ".data")):
-            continue
-        if len(parts) == 2 and parts[1] == "__init__.py":
-            modules.append(parts[0])
-        elif len(parts) == 1 and parts[0].endswith(".py") and parts[0] != "__init__.py":
-            modules.append(parts[0][: -len(".py")])
-        elif len(parts) == 1 and ".so" in parts[0] and "." in parts[0]:
-            modules.append(parts[0].split(".", 1)[0])  # an extension module at the top: <name>.<tag>.so
-        if ".so" in parts[-1] and (parts[-1].endswith(".so") or ".so." in parts[-1]):
-            native.append("/".join(parts))
+def _provided(record: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    record = "\n" + record
+    modules = [*_PACKAGE.findall(record), *(m for m in _MODULE.findall(record) if m != "__init__")]
+    modules += _EXTENSION.findall(record)
+    native = []
+    for end in _SHARED_END.finditer(record):
+        path = record[record.rfind("\n", 0, end.start()) + 1 : end.end() - 1]
+        if (
+            "," not in path
+            and not path.startswith(("../", '"'))
+            and not path.split("/", 1)[0].endswith((".dist-info", ".data"))
+        ):
+            native.append(path)
     return tuple(dict.fromkeys(modules)), tuple(native)
 
 
@@ -120,6 +125,6 @@ def read_python_env(path: Sequence[str] | None = None, root: str = "/") -> Pytho
             if not name or (folder, name.lower()) in seen:
                 continue
             seen.add((folder, name.lower()))
-            modules, native = _provided(_record_files(record))
+            modules, native = _provided(record)
             found.append(Distribution(name, version or "", folder, modules, native, requires))
     return PythonEnv(tuple(found))
