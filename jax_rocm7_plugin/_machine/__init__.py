@@ -11,6 +11,17 @@ def host_path(root: Path, absolute: str | os.PathLike[str]) -> Path:
     return root / os.fspath(absolute).lstrip("/")
 
 
+def text_under(root: Path, absolute: str, limit: int) -> str | None:
+    """A small file of the machine (`absolute` under `root`) as text, at most `limit` bytes; None where it is missing,
+    unreadable, no regular file or larger (_safe_io.read_text: a FIFO never blocks): unknown, never an error."""
+    from jax_rocm7_plugin._safe_io import read_text
+
+    try:
+        return read_text(host_path(root, absolute), limit)
+    except (OSError, ValueError):
+        return None
+
+
 def root_owned(root: Path, absolute: str) -> bool:
     """Whether root owns `absolute` (False where it cannot be read): only then may a fix advise sudo for it."""
     try:

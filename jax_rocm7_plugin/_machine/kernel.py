@@ -28,9 +28,9 @@ import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import host_path, text_under
 from jax_rocm7_plugin._record import NamedTuple
-from jax_rocm7_plugin._safe_io import read_file, read_text
+from jax_rocm7_plugin._safe_io import read_file
 
 OSRELEASE = "/proc/sys/kernel/osrelease"
 CONFIG_GZ = "/proc/config.gz"
@@ -71,13 +71,6 @@ class KernelFacts(NamedTuple):
         return None if self.config is None else self.config.get(name)
 
 
-def _small(root: Path, path: str, limit: int = MAX_SMALL_BYTES) -> str | None:
-    try:
-        return read_text(host_path(root, path), limit)
-    except (OSError, ValueError):
-        return None
-
-
 def parse_config(text: str) -> dict[str, str]:
     """Kconfig's saved configuration: `CONFIG_X=value` and `# CONFIG_X is not set` (as "n")."""
     found: dict[str, str] = {}
@@ -103,7 +96,7 @@ def _config(root: Path, release: str | None) -> tuple[dict[str, str] | None, str
     if release and "/" not in release:
         for where in CONFIG_COPIES:
             path = where.format(release=release)
-            text = _small(root, path, MAX_CONFIG_BYTES)
+            text = text_under(root, path, MAX_CONFIG_BYTES)
             if text is not None:
                 return parse_config(text), path
     return None, None
@@ -134,7 +127,7 @@ def modprobe_options(root: Path) -> list[ModuleOption]:
                 chosen.setdefault(name, f"{folder}/{name}")
     found = []
     for name in sorted(chosen):
-        text = _small(root, chosen[name])
+        text = text_under(root, chosen[name], MAX_SMALL_BYTES)
         for line in (text or "").splitlines():
             words = line.split("#", 1)[0].split()
             if len(words) >= 3 and words[0] == "options":
@@ -162,17 +155,17 @@ def _parameters(root: Path, modules: Iterable[str]) -> dict[str, dict[str, str]]
             count += 1
             if count > MAX_PARAMETERS:
                 return read
-            text = _small(root, f"/sys/module/{module}/parameters/{name}", 64 * 1024)
+            text = text_under(root, f"/sys/module/{module}/parameters/{name}", 64 * 1024)
             if text is not None:
                 values[name] = text.strip()
     return read
 
 
 def read_kernel(root: Path) -> KernelFacts:
-    release = (_small(root, OSRELEASE) or "").strip() or None
+    release = (text_under(root, OSRELEASE, MAX_SMALL_BYTES) or "").strip() or None
     config, source = _config(root, release)
-    options = [*cmdline_options(_small(root, CMDLINE)), *modprobe_options(root)]
-    modules = _small(root, MODULES, 4 * 1024 * 1024)
+    options = [*cmdline_options(text_under(root, CMDLINE, MAX_SMALL_BYTES)), *modprobe_options(root)]
+    modules = text_under(root, MODULES, 4 * 1024 * 1024)
     loaded = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.split())
     in_effect = _parameters(root, [*GPU_MODULES, *(o.module for o in options)])
     return KernelFacts(release, config, source, tuple(options), loaded, in_effect)

@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine import text_under
 from jax_rocm7_plugin._record import NamedTuple
-from jax_rocm7_plugin._safe_io import read_text
 
 LIMITS = "/proc/self/limits"
 CGROUP = "/proc/self/cgroup"
@@ -55,13 +54,6 @@ class ProcessLimits(NamedTuple):
         return limit.soft if limit is not None else None
 
 
-def _small(root: Path, path: str) -> str | None:
-    try:
-        return read_text(host_path(root, path), MAX_BYTES)
-    except (OSError, ValueError):
-        return None
-
-
 def _number(word: str) -> int | None:
     return int(word) if word.isascii() and word.isdigit() else None
 
@@ -83,12 +75,12 @@ def parse_limits(text: str | None) -> dict[str, Limit] | None:
 
 
 def _cgroup_value(root: Path, path: str) -> int | None:
-    text = _small(root, path)
+    text = text_under(root, path, MAX_BYTES)
     return None if text is None else _number(text.strip())
 
 
 def read_cgroup(root: Path) -> CgroupLimits | None:
-    text = _small(root, CGROUP)
+    text = text_under(root, CGROUP, MAX_BYTES)
     if text is None:
         return None
     unified, legacy = None, {}
@@ -124,7 +116,7 @@ def read_cgroup(root: Path) -> CgroupLimits | None:
 
 
 def read_user_namespace(root: Path) -> tuple[bool | None, int | None]:
-    text = _small(root, UID_MAP)
+    text = text_under(root, UID_MAP, MAX_BYTES)
     if text is None:
         return None, None
     rows = [line.split() for line in text.splitlines() if line.split()]
@@ -136,4 +128,4 @@ def read_user_namespace(root: Path) -> tuple[bool | None, int | None]:
 
 def read_process_limits(root: Path) -> ProcessLimits:
     inside, outside = read_user_namespace(root)
-    return ProcessLimits(parse_limits(_small(root, LIMITS)), read_cgroup(root), inside, outside)
+    return ProcessLimits(parse_limits(text_under(root, LIMITS, MAX_BYTES)), read_cgroup(root), inside, outside)
