@@ -11,6 +11,7 @@ from typing import Any
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
+from jax_rocm7_plugin._machine.gpu_health import NodeHealth
 from jax_rocm7_plugin._machine.kernel import KernelFacts
 from jax_rocm7_plugin._machine.write_dirs import WriteDirs
 from jax_rocm7_plugin._policy.machine_needs import kernel_features, write_room_bytes
@@ -18,7 +19,7 @@ from jax_rocm7_plugin._policy.machine_needs import kernel_features, write_room_b
 RULES = RuleSet("needs")
 
 
-@RULES.rule("find", reads=("kernel", "checked", "settings"))
+@RULES.rule("find", reads=("kernel", "checked", "health"))
 def _kernel_features(facts: Mapping[str, Any]) -> list[Finding]:
     """Options the running kernel was built without, where this machine needs them: any AMD GPU (KFD), two or more
     (peer-to-peer DMA), or RDMA devices beside them (dma-buf to the NIC). Judged only from a configuration read."""
@@ -29,9 +30,8 @@ def _kernel_features(facts: Mapping[str, Any]) -> list[Finding]:
     gpus = len(machine.topology.gpus)
     if not gpus:
         return []
-    from jax_rocm7_plugin._machine.network import rdma_devices
-
-    rdma = bool(rdma_devices(facts["settings"].sysroot).devices)
+    read = facts["health"].read  # the node's health read holds the host's RDMA devices (a rule reads no machine)
+    rdma = isinstance(read, NodeHealth) and bool(read.host.rdma_devices)
     wanted = {"gpu": True, "gpus": gpus > 1, "gpus-or-rdma": gpus > 1 or rdma}
     found = []
     for severity in ("error", "warning"):

@@ -44,6 +44,12 @@ def test_a_kernel_without_peer_to_peer_is_named_where_the_host_has_gpus_to_share
     assert "8 AMD GPU(s)" in finding.summary and finding.concerns.files == ("/boot/config-6.12.18",)  # type: ignore[union-attr]
     # One GPU and no RDMA: peer-to-peer is no need of this host's.
     assert _ids(_run(ONE.but(files=files), tmp_path / "1", build, mp), "kernel-feature-missing") == []
+    # One GPU beside an RDMA NIC: dma-buf and PCIe peer-to-peer to the NIC are, GPU-to-GPU peer-to-peer is not.
+    nic = {**files, "/sys/class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n"}
+    (beside,) = [f for f in _run(ONE.but(files=nic), tmp_path / "nic", build, mp).findings
+                 if f.id == "kernel-feature-missing"]  # fmt: skip
+    assert "built without CONFIG_PCI_P2PDMA (" in beside.summary and "CONFIG_HSA_AMD_P2P" not in beside.summary
+    assert "1 AMD GPU(s) and RDMA devices need" in beside.summary
 
 
 def test_a_kernel_without_kfd_is_an_error_and_an_unknown_configuration_is_not_judged(
