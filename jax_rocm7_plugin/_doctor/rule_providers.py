@@ -1,84 +1,19 @@
 """One provider per interface in a process: one distribution per Python module, one copy of each runtime a process
-may hold once (_policy/machine_needs.json: OpenMP, HIP, HSA), named with each path and who brings it in.
-
-Its reader, `runtime-providers`, looks at what will be mapped beside the PJRT library: the runtimes the Python
-environment's distributions ship (vendored copies) or need (their shared objects' NEEDED entries, resolved as the
-dynamic loader would from each), and the ones the PJRT library's own closure resolved to."""
+may hold once (_policy/machine_needs.json: OpenMP, HIP, HSA), named with each path and who brings it in (their
+readers: sources.py, _machine/runtime_providers.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine import unrooted
 from jax_rocm7_plugin._machine.python_env import PythonEnv, normalized
-from jax_rocm7_plugin._policy.machine_needs import runtime_interface
-from jax_rocm7_plugin._safe_io import Deadline, real_path, with_deadline
+from jax_rocm7_plugin._machine.runtime_providers import Providers
 
 RULES = RuleSet("providers")
-MAX_OBJECTS = 3000  # shared objects whose NEEDED entries are read
-READ_SECONDS = 5.0
-
-# interface -> {real path (as the machine names it) -> who brings it in}
-Providers = dict[str, dict[str, list[str]]]
-
-
-@RULES.rule("read", reads=("python-env", "checked", "settings"), gives="runtime-providers")
-def _runtime_providers(facts: Mapping[str, Any]) -> Providers | None:
-    env: PythonEnv | None = facts["python-env"]
-    settings = facts["settings"]
-    runtime = facts["checked"].facts.runtime
-    closure = runtime.dependencies.found if runtime is not None and runtime.dependencies is not None else {}
-    try:
-        return with_deadline(lambda: _providers(env, closure, settings.sysroot, settings.ld_library_path), READ_SECONDS)
-    except Deadline:
-        return None
-
-
-def _providers(env: PythonEnv | None, closure: Mapping[str, Path], root: Path, ld_path: Any) -> Providers:
-    from jax_rocm7_plugin._binary.elf_dynamic import ElfError, read_needed
-    from jax_rocm7_plugin._machine.ld_resolve import ld_so_conf_dirs, resolve_opened
-
-    found: Providers = {}
-
-    def add(interface: str, path: Path, who: str) -> None:
-        shown = unrooted(Path(real_path(path)), root)
-        brought = found.setdefault(interface, {}).setdefault(shown, [])
-        if who not in brought:
-            brought.append(who)
-
-    for soname, path in closure.items():
-        interface = runtime_interface(soname)
-        if interface is not None:
-            add(interface, path, "the PJRT library")
-    conf_dirs = ld_so_conf_dirs(root)
-    read = 0
-    for distribution in env.distributions if env is not None else ():
-        for relative in distribution.native:
-            path = Path(distribution.location) / relative
-            interface = runtime_interface(path.name)
-            if interface is not None and path.is_file():
-                add(interface, path, f"the distribution {distribution.name}")
-                continue
-            read += 1
-            if read > MAX_OBJECTS:
-                return found
-            try:
-                needed = read_needed(path)
-            except (ElfError, OSError, ValueError):
-                continue
-            for soname in needed:
-                interface = runtime_interface(soname)
-                if interface is None:
-                    continue
-                target = resolve_opened(soname, path, root, tuple(ld_path), conf_dirs=conf_dirs)
-                if target is not None:
-                    add(interface, target, f"the distribution {distribution.name} ({relative} needs {soname})")
-    return found
 
 
 @RULES.rule("find", reads=("runtime-providers",))

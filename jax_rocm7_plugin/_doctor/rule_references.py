@@ -5,7 +5,6 @@ writes in (named by a variable, or its reader's default where unset)."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -16,12 +15,11 @@ from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.identity import read_identity
 from jax_rocm7_plugin._machine.kernel import KernelFacts
-from jax_rocm7_plugin._machine.manifests import ManifestCheck, read_manifests
-from jax_rocm7_plugin._machine.python_env import PythonEnv
 from jax_rocm7_plugin._machine.temp_dir import may_create_in
 from jax_rocm7_plugin._machine.write_dirs import WriteDirs
-from jax_rocm7_plugin._policy.machine_needs import manifest_policy, stack_modules
-from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+from jax_rocm7_plugin._policy.grammar import PACKAGE_NAME
+from jax_rocm7_plugin._policy.machine_needs import stack_modules
+from jax_rocm7_plugin._policy.versions import pinned
 
 RULES = RuleSet("references")
 MAX_MODULES_LOOKED_AT = 2000
@@ -99,41 +97,20 @@ def _writable_dirs(facts: Mapping[str, Any]) -> list[Finding]:
     return found
 
 
-@RULES.rule("read", reads=("python-env", "settings"), gives="manifests")
-def _manifests(facts: Mapping[str, Any]) -> tuple[ManifestCheck, ...] | None:
-    """The stack's installed files against their packages' manifests, on a machine with AMD GPUs (the Python
-    environment is read there only)."""
-    env: PythonEnv | None = facts["python-env"]
-    if env is None:
-        return None
-    root = facts["settings"].sysroot
-    try:
-        return with_deadline(lambda: read_manifests(root, env, manifest_policy()), 5.0)
-    except Deadline:
-        return None
-
-
 @RULES.rule("find", reads=("manifests",))
 def _installs_as_installed(facts: Mapping[str, Any]) -> list[Finding]:
     """An install matches its manifest: a package's file missing or changed is another release's or a damaged one."""
     found = []
     for check in facts["manifests"] or ():
-        if not (check.missing or check.changed) or not _PACKAGE.fullmatch(check.package):
-            continue
+        if not (check.missing or check.changed) or not PACKAGE_NAME[check.system].fullmatch(check.package):
+            continue  # a name no package database allows: no command is built from it
         if check.system == "pip":
-            pinned = (
-                f"{check.package}=={check.version}"
-                if check.version and _VERSION.fullmatch(check.version)
-                else check.package
-            )
-            step = shlex.join(["pip", "install", "--force-reinstall", "--no-deps", pinned])
+            exact = pinned(f"{check.package}=={check.version}")
+            wanted = f"{exact[0]}=={exact[1]}" if exact is not None else check.package
+            step = shlex.join(["pip", "install", "--force-reinstall", "--no-deps", wanted])
         else:
             step = shlex.join(["sudo", "apt-get", "install", "--reinstall", check.package])
         found.append(catalog.install_file_changed(
             check.system, check.package, check.version, check.missing, check.changed, step
         ))  # fmt: skip
     return found
-
-
-_PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # pip's (PEP 508) and dpkg's package names
-_VERSION = re.compile(r"[A-Za-z0-9.+!_-]+")

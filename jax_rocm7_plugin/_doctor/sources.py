@@ -1,6 +1,7 @@
 """The readers of the machine's other sources of configuration, as engine readers the rule families read
 (rule_needs.py, rule_references.py, rule_providers.py, rule_effective.py): the kernel, this process's limits and
-cgroup, the Python environment, and the folders the stack writes. Each runs under its own deadline; one that runs
+cgroup, the Python environment, the runtimes it would map, the installs against their manifests, and the folders
+the stack writes. Each runs under its own deadline; one that runs
 out gives None (unknown), and no rule judges what is unknown."""
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from typing import Any, TypeVar
 
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._machine.kernel import KernelFacts, read_kernel
+from jax_rocm7_plugin._machine.manifests import ManifestCheck, read_manifests
 from jax_rocm7_plugin._machine.process_limits import ProcessLimits, read_process_limits
 from jax_rocm7_plugin._machine.python_env import PythonEnv, read_python_env
+from jax_rocm7_plugin._machine.runtime_providers import Providers, read_runtime_providers
 from jax_rocm7_plugin._machine.write_dirs import WriteDirs, read_write_dirs
+from jax_rocm7_plugin._policy.machine_needs import manifest_policy
 from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
 READERS = RuleSet("sources")
@@ -56,3 +60,23 @@ def _python_env(facts: Mapping[str, Any]) -> PythonEnv | None:
 def _write_dirs(facts: Mapping[str, Any]) -> WriteDirs | None:
     settings = facts["settings"]
     return _in_time(lambda: read_write_dirs(settings.sysroot, settings.environ or {}))
+
+
+@READERS.rule("read", reads=("python-env", "checked", "settings"), gives="runtime-providers")
+def _runtime_providers(facts: Mapping[str, Any]) -> Providers | None:
+    env: PythonEnv | None = facts["python-env"]
+    settings = facts["settings"]
+    runtime = facts["checked"].facts.runtime
+    closure = runtime.dependencies.found if runtime is not None and runtime.dependencies is not None else {}
+    return _in_time(lambda: read_runtime_providers(env, closure, settings.sysroot, settings.ld_library_path))
+
+
+@READERS.rule("read", reads=("python-env", "settings"), gives="manifests")
+def _manifests(facts: Mapping[str, Any]) -> tuple[ManifestCheck, ...] | None:
+    """The stack's installed files against their packages' manifests, on a machine with AMD GPUs (the Python
+    environment is read there only)."""
+    env: PythonEnv | None = facts["python-env"]
+    if env is None:
+        return None
+    root = facts["settings"].sysroot
+    return _in_time(lambda: read_manifests(root, env, manifest_policy()))

@@ -60,9 +60,8 @@ def _pip(env: PythonEnv, policy: ManifestPolicy, budget: _Budget, root: Path) ->
         if not name.startswith(tuple(normalized(p) for p in policy.pip_prefixes)):
             continue
         folder = Path(distribution.location)
-        info = folder / f"{distribution.name.replace('-', '_')}-{distribution.version}.dist-info"
         try:
-            record = read_text(info / "RECORD", MAX_MANIFEST_BYTES)
+            record = read_text(Path(distribution.info) / "RECORD", MAX_MANIFEST_BYTES)
         except (OSError, ValueError):
             continue
         missing, changed, checked = [], [], 0

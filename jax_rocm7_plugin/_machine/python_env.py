@@ -33,6 +33,7 @@ class Distribution(NamedTuple):
     modules: tuple[str, ...]  # the top-level modules it provides (namespace packages left out)
     native: tuple[str, ...]  # its shared objects, relative to `location`
     requires: tuple[str, ...] = ()  # the distributions it requires (Requires-Dist), names normalized (PEP 503)
+    info: str = ""  # its .dist-info folder, as found (its RECORD is there)
 
 
 class PythonEnv(NamedTuple):
@@ -126,5 +127,5 @@ def read_python_env(path: Sequence[str] | None = None, root: str = "/") -> Pytho
                 continue
             seen.add((folder, name.lower()))
             modules, native = _provided(record)
-            found.append(Distribution(name, version or "", folder, modules, native, requires))
+            found.append(Distribution(name, version or "", folder, modules, native, requires, info))
     return PythonEnv(tuple(found))

@@ -24,6 +24,8 @@ from pathlib import Path
 from jax_rocm7_plugin._findings import Finding, Remedy
 from jax_rocm7_plugin._machine import host_path, resolved, root_owned, unrooted
 from jax_rocm7_plugin._names import HIP_RUNTIME_PREFIX, PIP_ROCM_DISTRIBUTION, PIP_ROCM_PACKAGE, ROCM_MAJOR
+from jax_rocm7_plugin._policy.grammar import PACKAGE_NAME
+from jax_rocm7_plugin._policy.versions import pinned
 from jax_rocm7_plugin._record import NamedTuple
 
 _RUNTIME = re.compile(re.escape(HIP_RUNTIME_PREFIX) + r"(\d+)$")
@@ -35,7 +37,6 @@ _RPM_NAME, _RPM_DIRINDEXES, _RPM_BASENAMES, _RPM_DIRNAMES = 1000, 1116, 1117, 11
 _RPM_INT32, _RPM_STRING, _RPM_STRING_ARRAY = 4, 6, 8
 # Package names as each database allows them (Debian policy 5.6.1; rpm's naming guidelines): nothing else enters a
 # command.
-_PACKAGE_NAME = {"dpkg": re.compile(r"[a-z0-9][a-z0-9+.-]+"), "rpm": re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")}
 PIP_INDEX = "https://repo.amd.com/rocm/whl/{family}/"  # TheRock's per-family package index (the loader's fix too)
 
 
@@ -370,10 +371,10 @@ def _tree_finding(finding: Finding, tree: Elsewhere, path: Sequence[str], eviden
 def _pip_finding(finding: Finding, pip: Elsewhere, evidence: tuple[str, ...]) -> Finding:
     # Names and versions another environment's metadata states are text another user may have written: only those
     # that are a distribution name and a version (packaging's grammar) enter the command.
-    wanted = [r for r in pip.requirements if _pinned(r) is not None]
-    if not wanted and pip.version is not None and _pinned(f"{PIP_ROCM_DISTRIBUTION}=={pip.version}") is not None:
+    wanted = [r for r in pip.requirements if pinned(r) is not None]
+    if not wanted and pip.version is not None and pinned(f"{PIP_ROCM_DISTRIBUTION}=={pip.version}") is not None:
         wanted = [f"{PIP_ROCM_DISTRIBUTION}=={pip.version}"]
-    names = [pinned[0] for r in wanted if (pinned := _pinned(r)) is not None]
+    names = [exact[0] for r in wanted if (exact := pinned(r)) is not None]
     family = next((n.removeprefix("rocm-sdk-libraries-") for n in names if n.startswith("rocm-sdk-libraries-")), None)
     summary = (
         f"ROCm {pip.version or pip.major} from pip is installed in another Python environment ({pip.location}), not in "
@@ -388,24 +389,9 @@ def _pip_finding(finding: Finding, pip: Elsewhere, evidence: tuple[str, ...]) ->
     return finding._replace(summary=summary, fix=fix, evidence=evidence)
 
 
-def _pinned(requirement: str) -> tuple[str, str] | None:
-    """(name as written, version) of NAME==VERSION where both keep their grammar (PEP 508 names, PEP 440 versions):
-    the name's case kept (TheRock's index folders are named with it, gfx94X-dcgpu)."""
-    from packaging.utils import InvalidName, canonicalize_name
-    from packaging.version import InvalidVersion, Version
-
-    name, separator, version = requirement.partition("==")
-    try:
-        if not separator or canonicalize_name(name, validate=True) is None:
-            return None
-        return name, str(Version(version))
-    except (InvalidName, InvalidVersion):
-        return None
-
-
 def _listed_finding(finding: Finding, listed: Elsewhere, evidence: tuple[str, ...]) -> Finding:
     system, package = (listed.package or ":").split(":", 1)
-    if not _PACKAGE_NAME[system].fullmatch(package):  # a name no package database allows: said, never run
+    if not PACKAGE_NAME[system].fullmatch(package):  # a name no package database allows: said, never run
         step = f"reinstall the {system} package that lists {listed.runtime}"
     elif system == "dpkg":
         step = shlex.join(["sudo", "apt-get", "install", "--reinstall", package])

@@ -9,6 +9,8 @@ so that the doctor, the cluster check and the job check never read one value two
   no port).
 - Sizes: a count of bytes with an optional binary suffix, K, M, G or T, written alone or as KB, KiB, ... in any
   case (64K, 16M, 256MiB, 65536k); B alone is bytes.
+- Package names, as each package database allows them before they enter a printed command: dpkg's (Debian policy
+  5.6.1: lowercase letters, digits, + - . and at least two characters), rpm's, pip's (PEP 508).
 - Loose versions of ROCm and of the kernel: the leading MAJOR[.MINOR[.PATCH]] of '7.2.0-43', '7.13.0a20260415',
   '6.14.0-1018-oem'. Versions of Python distributions are PEP 440's (versions.py).
 
@@ -111,3 +113,10 @@ def loose_version(text: str | None) -> tuple[int, int, int] | None:
     if match is None:
         return None
     return int(match[1]), int(match[2] or 0), int(match[3] or 0)
+
+
+PACKAGE_NAME = {
+    "dpkg": re.compile(r"[a-z0-9][a-z0-9+.-]+"),
+    "rpm": re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*"),
+    "pip": re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"),
+}

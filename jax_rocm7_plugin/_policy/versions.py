@@ -130,3 +130,19 @@ def _c_api_majors() -> tuple[tuple[str, int], ...]:
 
     rows = json.loads(RELEASES_TABLE.read_text(encoding="utf-8"))["releases"]
     return tuple((row["release"], row["pjrt_c_api_major"]) for row in rows)
+
+
+def pinned(requirement: str) -> tuple[str, str] | None:
+    """(name as written, version) of NAME==VERSION where both keep their grammar (PEP 508 names, PEP 440 versions):
+    what may enter a printed pip command. The name's case is kept (TheRock's index folders are named with it,
+    gfx94X-dcgpu)."""
+    from packaging.utils import InvalidName, canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    name, separator, version = requirement.partition("==")
+    try:
+        if not separator or canonicalize_name(name, validate=True) is None:
+            return None
+        return name, str(Version(version))
+    except (InvalidName, InvalidVersion):
+        return None
