@@ -150,8 +150,11 @@ def _with_pip_family(findings: Iterator[Finding], facts: Facts) -> Iterator[Find
     from jax_rocm7_plugin._findings import PIP_FAMILY
 
     for finding in findings:
+        if PIP_FAMILY not in finding.fix:
+            yield finding  # the common case, inside `import jax`: no GPU list made for it
+            continue
         gpus = [gfx for _, node in used_gpus(facts) if (gfx := node.gfx_target)]
-        if PIP_FAMILY in finding.fix and gpus:
+        if gpus:  # none before the machine step: the placeholder stays
             from jax_rocm7_plugin._policy.rocm_families import pip_family
 
             family = pip_family(gpus)
