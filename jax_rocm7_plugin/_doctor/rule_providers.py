@@ -10,7 +10,8 @@ from typing import Any
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine.python_env import PythonEnv, normalized
+from jax_rocm7_plugin._machine.packages import normalize
+from jax_rocm7_plugin._machine.python_env import PythonEnv
 from jax_rocm7_plugin._machine.runtime_providers import Providers
 
 RULES = RuleSet("providers")
@@ -40,7 +41,7 @@ def _modules_once(facts: Mapping[str, Any]) -> list[Finding]:
     for module, providers in sorted(env.providers().items()):
         if len(providers) < 2:
             continue
-        said = [(d.name, d.version, d.location, tuple(required_by.get(normalized(d.name), ()))) for d in providers]
+        said = [(d.name, d.version, d.location, tuple(required_by.get(normalize(d.name), ()))) for d in providers]
         found.append(catalog.python_module_provided_twice(module, said, _keep(said)))
     return found
 

@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path
-from jax_rocm7_plugin._machine.python_env import PythonEnv, normalized
+from jax_rocm7_plugin._machine.packages import normalize
+from jax_rocm7_plugin._machine.python_env import PythonEnv
 from jax_rocm7_plugin._policy.machine_needs import ManifestPolicy
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_text
@@ -56,8 +57,8 @@ def _digest(path: Path, algorithm: str) -> bytes | None:
 def _pip(env: PythonEnv, policy: ManifestPolicy, budget: _Budget, root: Path) -> list[ManifestCheck]:
     checks = []
     for distribution in env.distributions:
-        name = normalized(distribution.name)
-        if not name.startswith(tuple(normalized(p) for p in policy.pip_prefixes)):
+        name = normalize(distribution.name)
+        if not name.startswith(tuple(normalize(p) for p in policy.pip_prefixes)):
             continue
         folder = Path(distribution.location)
         try:

@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
+from jax_rocm7_plugin._machine.packages import normalize
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_text
 
@@ -49,11 +50,6 @@ class PythonEnv(NamedTuple):
         return {module: tuple(each) for module, each in found.items()}
 
 
-def normalized(name: str) -> str:
-    """A distribution name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _metadata(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
     name = version = None
     requires: list[str] = []
@@ -68,7 +64,7 @@ def _metadata(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
         elif key == "Requires-Dist" and "extra ==" not in value:  # an extra's requirement is not installed by it
             required = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", value)
             if required:
-                requires.append(normalized(required.group(1)))
+                requires.append(normalize(required.group(1)))
     return name, version, tuple(requires)
 
 
