@@ -11,7 +11,8 @@ Formats (each read under the sysroot, bounded; a file missing or damaged is unkn
   (Documentation/admin-guide/kernel-parameters.rst: parameters of built-in and loadable modules alike);
 - modules loaded: /proc/modules, the name first on each line (proc(5));
 - parameters in effect: /sys/module/<module>/parameters/<parameter> (one value per file; Documentation/ABI/
-  testing/sysfs-module), for the modules the configuration names and the GPU's own (amdgpu, ttm);
+  testing/sysfs-module), for the modules the configuration names and the GPU stack's own
+  (_policy/machine_needs.json);
 - modprobe configuration: `options <module> <parameter>=<value> ...` lines of *.conf files in /etc/modprobe.d,
   /run/modprobe.d, /usr/local/lib/modprobe.d, /usr/lib/modprobe.d and /lib/modprobe.d, a file of an earlier
   folder hiding one of the same name in a later (modprobe.d(5)).
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from jax_rocm7_plugin._machine import host_path, text_under
+from jax_rocm7_plugin._policy.machine_needs import stack_modules
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import read_file
 
@@ -41,7 +43,6 @@ CMDLINE = "/proc/cmdline"
 MODULES = "/proc/modules"
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
                  "/lib/modprobe.d")  # fmt: skip
-GPU_MODULES = ("amdgpu", "ttm")  # their parameters are read whether the configuration names them or not
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a distribution kernel's configuration is about 300 KB
 MAX_SMALL_BYTES = 256 * 1024
 MAX_MODPROBE_FILES = 200
@@ -167,5 +168,6 @@ def read_kernel(root: Path) -> KernelFacts:
     options = [*cmdline_options(text_under(root, CMDLINE, MAX_SMALL_BYTES)), *modprobe_options(root)]
     modules = text_under(root, MODULES, 4 * 1024 * 1024)
     loaded = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.split())
-    in_effect = _parameters(root, [*GPU_MODULES, *(o.module for o in options)])
+    # The GPU stack's modules' parameters are read whether the configuration names them or not.
+    in_effect = _parameters(root, [*sorted(stack_modules()), *(o.module for o in options)])
     return KernelFacts(release, config, source, tuple(options), loaded, in_effect)
