@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "build" / "stack_sources.json"
 OUTPUT = REPO / PLUGIN_PACKAGE / "_policy" / "stack_variables_generated.json"
 PRECEDENCE = ("read",)  # a rule that judges beats "read" for the same variable and reader
+FLAG_MECHANISMS = ("clr-flag", "miopen-env")  # reads that declare a global of the variable's own name
 
 
 def configure_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -64,12 +65,56 @@ def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[
     return texts
 
 
+def _type_by_flow(
+    found: dict[tuple[str, str], dict[str, Any]],
+    sites: dict[tuple[str, str], tuple[str, int, bool]],
+    reader_texts: dict[str, dict[str, str]],
+    sources: dict[str, Any],
+    by_reader: dict[str, dict[str, Any]],
+) -> None:
+    """Each read not judged ("read") that reaches a call naming something on the machine gets what the call needs
+    (`machine`), how much of the value reaches it (`shape`) and where (`used_at`)."""
+    from jax_rocm7_build.value_flows import flows
+
+    for key, entry in found.items():
+        if entry["rule"] != "read":
+            continue
+        path, line, flag = sites[key]
+        keeps = frozenset(sources["keeps"])
+        reached = flows(entry["name"], path, line, reader_texts[key[1]], sources["sinks"], keeps, flag=flag)
+        if not reached:
+            continue
+        first = reached[0]
+        reader = by_reader[key[1]]
+        created = first.machine != sources["sinks"][first.call]["machine"]
+        entry["flow"] = {
+            "call": f"{first.call} (creating)" if created else first.call,
+            "machine": first.machine,
+            "shape": first.shape,
+            "used_at": f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{first.path}#L{first.line}",
+        }
+
+
+def _check_cited_line(read: Any, text: str, path: str) -> None:
+    """The call at the line a read cites names it, on that line or the two after where the call wraps (NCCL_PARAM
+    names only the suffix; jax's states are in lower case): a table whose links point elsewhere is refused."""
+    from jax_rocm7_build.progress import BuildError
+
+    lines = text.split("\n")
+    line = "\n".join(lines[read.line - 1 : read.line + 2]).lower() if 0 < read.line <= len(lines) else ""
+    suffix = read.name.split("_", 1)[-1].lower()
+    if read.name.lower() not in line and suffix not in line:
+        raise BuildError(f"{path}: {read.name} cites line {read.line}, which does not name it (a mechanism's offsets)")
+
+
 def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
     from jax_rocm7_build.progress import BuildError
     from jax_rocm7_build.stack_variables_gen import MECHANISMS
 
     exclude = re.compile(sources["exclude"])
     found: dict[tuple[str, str], dict[str, Any]] = {}
+    sites: dict[tuple[str, str], tuple[str, int, bool]] = {}  # (name, reader) -> where its kept read is
+    reader_texts: dict[str, dict[str, str]] = {}  # a reader's files, every entry of it together
     readers = []
     for reader in sources["readers"]:
         git_dir = snapshots.git_dir(folder, reader["repo"])
@@ -79,9 +124,11 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
             raise BuildError(f"{reader['repo']}: commit {reader['commit']} is not in {git_dir}") from None
         readers.append({"reader": reader["reader"], "repo": reader["repo"], "commit": reader["commit"]})
         texts = _files(git_dir, reader["commit"], reader["paths"], exclude)
+        reader_texts.setdefault(reader["reader"], {}).update(texts)
         for path, text in sorted(texts.items()):
             for mechanism in reader["mechanisms"]:
                 for read in MECHANISMS[mechanism](text):
+                    _check_cited_line(read, text, path)
                     key = (read.name, reader["reader"])
                     entry = {
                         "name": read.name,
@@ -96,6 +143,8 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
                     kept = found.get(key)
                     if kept is None or (kept["rule"] in PRECEDENCE and read.rule not in PRECEDENCE):
                         found[key] = entry
+                        sites[key] = (path, read.line, mechanism in FLAG_MECHANISMS)
+    _type_by_flow(found, sites, reader_texts, sources, {r["reader"]: r for r in sources["readers"]})
     from jax_rocm7_build.stack_variables_gen import xla_flag_names
 
     xla_flags = {}
@@ -122,5 +171,13 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
         "readers": readers,
         "rules": rules,
         "xla_flags": xla_flags,
+        "sinks": {
+            call: {"machine": spec["machine"], "effect": spec["effect"]} for call, spec in sources["sinks"].items()
+        }
+        | {
+            f"{call} (creating)": {"machine": spec["created"], "effect": spec["effect"]}
+            for call, spec in sources["sinks"].items()
+            if "created" in spec
+        },
         "variables": sorted(found.values(), key=lambda v: (v["name"], v["reader"])),
     }

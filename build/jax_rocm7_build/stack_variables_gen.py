@@ -34,13 +34,13 @@ def _line(text: str, offset: int) -> int:
 
 
 def _code_lines(text: str) -> str:
-    """The text with // comments and #define lines blanked (line numbers kept): a macro's own definition or a
-    commented-out read is no read."""
+    """The text with // comments and #define lines blanked: a macro's own definition or a commented-out read is no read.
+    A blanked line keeps its length, so an offset in this text is the same offset in `text` (the cited line)."""
     kept = []
     for line in text.split("\n"):
         stripped = line.lstrip()
         if stripped.startswith(("//", "#define", "*", "/*")):
-            kept.append("")
+            kept.append(" " * len(line))
         else:
             kept.append(line)
     return "\n".join(kept)

@@ -221,7 +221,7 @@ def variable_findings(settings: Settings, release: str | None = None) -> list[Fi
     in_job = settings.job_hosts is not None
 
     def here(kind: str, value: str) -> tuple[str, str | None] | None:
-        what = missing(kind, value, settings.sysroot)
+        what = missing(kind, value, settings.sysroot, settings.ld_library_path)
         return None if what is None else (what, present(kind, settings.sysroot))
 
     for problem in problems(settings.environ or {}, here, in_job=in_job, release=release):
@@ -234,6 +234,8 @@ def variable_findings(settings: Settings, release: str | None = None) -> list[Fi
         evidence = (f"{variable.name}={problem.value!r}", f"read by {variable.reader}: {variable.source}")
         if variable.rule_source is not None:
             evidence += (f"how {variable.reader} parses it: {variable.rule_source}",)
+        if variable.used_at is not None:
+            evidence += (f"where {variable.reader} hands it to that call: {variable.used_at}",)
         remedy = Remedy(environment=((variable.name, problem.corrected),))
         found.append(catalog.stack_variable_invalid(problem.severity, summary, fix, evidence, remedy))
     return found

@@ -1,5 +1,7 @@
 """Whether what a variable's value names is on this machine (under the sysroot): a folder, a file, a network
-interface, an RDMA device and its port, a host:port address. The doctor's check of the stack's variables
+interface, an RDMA device and its port, a host:port address; and, for values whose reader hands them to a call
+(the generated table's flows), what that call needs: a library the loader finds, a folder to create a file in, a
+path whose existing part is folders, a host name that resolves. The doctor's check of the stack's variables
 (_policy/stack_variables.py) asks it for the entries whose `machine` says what their value names.
 
 The list grammars are RCCL's (src/misc/socket.cc, src/transport/net_ib.cc at the commit the table cites): entries
@@ -30,10 +32,16 @@ def present(kind: str, sysroot: Path) -> str | None:
     return ",".join(names) or None
 
 
-def missing(kind: str, value: str, sysroot: Path) -> str | None:
+def missing(kind: str, value: str, sysroot: Path, ld_library_path: tuple[str, ...] = ()) -> str | None:
     """What is wrong with `value` as the name of a thing of `kind` here (None: it is there, or this machine's
-    files cannot tell)."""
+    files cannot tell). `ld_library_path`: its absolute entries, where a library name is searched first."""
     text = value.strip()
+    if kind == "library":
+        return _library_missing(text, sysroot, ld_library_path)
+    if kind in ("file-created", "directory-created"):
+        return _creatable_missing(kind, text, sysroot)
+    if kind == "host":
+        return _host_missing(text, sysroot)
     if kind in ("directory", "file"):
         if not text.startswith("/"):
             return None  # relative: the grammar check names it
@@ -76,3 +84,91 @@ def _list_missing(text: str, folder: Path, what: str, *, ports: bool) -> str | N
         return None
     listed = ", ".join(present) or "none"
     return f"names {', '.join(unmatched)}, which match{'es' if len(unmatched) == 1 else ''} no {what} here ({listed})"
+
+
+def _library_missing(text: str, sysroot: Path, ld_library_path: tuple[str, ...]) -> str | None:
+    """A path: a loadable x86-64 shared object there. A bare name: found by the search every dlopen shares
+    (LD_LIBRARY_PATH, ld.so.conf, the defaults) or in a ROCm install's library folder (the opener's RUNPATH, which
+    this check does not know, usually points there): a name found in neither is named, nothing else."""
+    from jax_rocm7_plugin._binary.elf_header import shared_object_problem
+    from jax_rocm7_plugin._machine.ld_resolve import resolve_opened
+
+    if "/" in text:
+        if not text.startswith("/"):
+            return None  # read against the working directory: unknown here
+        path = host_path(sysroot, text)
+        if not path.is_file():
+            return f"names {text}, which is {'not a file' if path.exists() else 'not there'} on this machine"
+        problem = shared_object_problem(path)
+        return None if problem is None else f"names {text}, which the loader cannot load ({problem})"
+    if resolve_opened(text, None, sysroot, ld_library_path) is not None:
+        return None
+    import glob
+
+    for folder in glob.glob(str(host_path(sysroot, "/opt/rocm*/lib*"))):
+        if os.path.isfile(os.path.join(folder, text)):
+            return None
+    return f"names the library {text}, which the loader finds neither on its search path nor in a ROCm install"
+
+
+def _creatable_missing(kind: str, text: str, sysroot: Path) -> str | None:
+    """file-created: the folder it is made in is a folder. directory-created (mkdir -p): what exists of the path is
+    folders. Relative values are read against the working directory: unknown here."""
+    if not text.startswith("/"):
+        return None
+    path = host_path(sysroot, text)
+    if kind == "file-created":
+        if path.is_dir():
+            return f"names {text}, which is a folder, not a file"
+        parent = path.parent
+
+        if not parent.is_dir():
+            state = "not a folder" if parent.exists() else "not there"
+            return f"names {text}, whose folder {os.path.dirname(text) or '/'} is {state}"
+        return None
+    probe = Path(text)
+    for part in (probe, *probe.parents):
+        under = host_path(sysroot, str(part))
+        if under.exists():
+            if under.is_dir():
+                return None
+            return f"names {text}, and {part} on its way is a file, not a folder"
+    return None
+
+
+def _host_missing(text: str, sysroot: Path) -> str | None:
+    """An address, a name of the sysroot's /etc/hosts, or (on the real machine only, under a deadline) a name the
+    resolver answers. A resolver that does not answer in time tells nothing."""
+    import ipaddress
+
+    name = text.strip("[]")
+    try:
+        ipaddress.ip_address(name)
+        return None
+    except ValueError:
+        pass
+    from jax_rocm7_plugin._machine import text_under
+
+    hosts = text_under(sysroot, "/etc/hosts", 1 << 20) or ""
+    for line in hosts.splitlines():
+        if name.lower() in (w.lower() for w in line.split("#", 1)[0].split()[1:]):
+            return None
+    from jax_rocm7_plugin._safe_io import host_name
+
+    if name.lower() == host_name(sysroot).lower():
+        return None  # this machine's own name: HOSTNAME as the shell sets it, resolved by the machine's own means
+    if sysroot != Path("/"):
+        return None  # a synthetic tree has no resolver to ask
+    import socket
+
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
+
+    try:
+        with_deadline(lambda: socket.getaddrinfo(name, None), 2.0)
+        return None
+    except socket.gaierror:
+        return (
+            f"names the host {name}, which does not resolve here (not in /etc/hosts, and the resolver does not know it)"
+        )
+    except (Deadline, OSError, UnicodeError):
+        return None

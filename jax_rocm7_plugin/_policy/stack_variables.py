@@ -32,6 +32,8 @@ Kind = Literal[
 KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
 MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address")
+# What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
+FLOW_KINDS = ("library", "file", "file-created", "directory", "directory-created", "host")
 Severity = Literal["error", "warning", "info"]
 # An XLA flag as XLA's parser takes it: --name or --name=value (tensorflow/tsl's command-line flags).
 _XLA_FLAG = re.compile(r"--[A-Za-z0-9_]+(=.*)?")
@@ -53,6 +55,7 @@ class StackVariable(NamedTuple):
     rule_source: str | None = None  # where the reader's parser decides what a value means (generated entries)
     machine: str | None = None  # what its value names on this machine (MACHINE_KINDS), checked there
     default: str | None = None  # the reader's default, as its source writes it (generated entries)
+    used_at: str | None = None  # where the reader hands the value to a call that needs `machine` (generated flows)
 
 
 class Problem(NamedTuple):
@@ -96,6 +99,23 @@ def _generated_by_name() -> dict[str, list[dict[str, Any]]]:
 
 def _generated_variable(raw: dict[str, Any]) -> StackVariable:
     rule = _generated_data()["rules"][raw["rule"]]
+    flow = _judged_flow(raw)
+    if flow is not None:
+        effect = _generated_data()["sinks"][flow["call"]]["effect"].format(reader=raw["reader"])
+        return StackVariable(
+            name=raw["name"],
+            reader=raw["reader"],
+            kind=rule["kind"],
+            example=_example(rule["kind"], ()),
+            empty=None,
+            empty_severity="warning",
+            malformed=effect,
+            malformed_severity="warning",
+            values=(),
+            source=raw["source"],
+            machine=flow["machine"],
+            used_at=flow["used_at"],
+        )
     return StackVariable(
         name=raw["name"],
         reader=raw["reader"],
@@ -110,6 +130,18 @@ def _generated_variable(raw: dict[str, Any]) -> StackVariable:
         rule_source=rule.get("source"),
         default=raw.get("default"),
     )
+
+
+def _judged_flow(raw: dict[str, Any]) -> dict[str, str] | None:
+    """The flow of a read not otherwise judged, where the value reaching the call still names what the variable
+    names: itself, or (for a file it creates) itself with a suffix, which keeps the folder. A part of the value (a
+    split list, a parsed field) is typed but not judged: which part reaches the call is the reader's to say."""
+    flow = raw.get("flow")
+    if flow is None or raw["rule"] != "read" or flow["machine"] not in FLOW_KINDS:
+        return None
+    if flow["shape"] == "whole" or (flow["shape"] == "suffixed" and flow["machine"] == "file-created"):
+        return dict(flow)
+    return None
 
 
 @cache
@@ -161,6 +193,8 @@ def coverage() -> dict[str, int]:
         "names": len({v.name for v in every}),
         "reads": len(every),
         "judged": sum(1 for v in every if v.kind not in ("read",) or v.machine),
+        "typed_by_call": sum(1 for raw in _generated_data()["variables"] if "flow" in raw),
+        "judged_by_call": sum(1 for v in every if v.used_at is not None),
         "generated_names": len({v.name for v in generated()}),
         "curated": len(curated()),
     }

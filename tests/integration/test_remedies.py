@@ -354,6 +354,50 @@ def test_valid_values_are_quiet(
     assert report.ok and _loud(report) == [], [f.sentence() for f in _loud(report)]
 
 
+# --- A value is judged by the call its reader hands it to (the generated table's flows) -------------------------
+
+# The host with a log folder and a file where a folder is expected; the values below are typed only by the call
+# their reader passes them to (fopen for writing, dlmopen, create_directories), not by their names.
+WITH_FOLDERS = NETWORKED.but(files={"/var/log/rocm/.keep": "", "/srv/cache": "a file, not a folder\n"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "what"),
+    [
+        ("AMD_LOG_LEVEL_FILE", "/var/log/hip/hip.log", "whose folder /var/log/hip is not there"),
+        ("RCCL_DUMP_ROME_MODEL_FILE", "/var/log/rocm", "which is a folder, not a file"),
+        ("HSA_MODEL_LIB", "/opt/model/libffm.so", "which is not there"),
+        ("MIOPEN_CUSTOM_CACHE_DIR", "/srv/cache/miopen", "/srv/cache on its way is a file"),
+    ],
+)
+def test_a_value_naming_what_its_call_cannot_use_is_named_with_the_call(
+    variable: str, value: str, what: str, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(WITH_FOLDERS.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    (finding,) = [f for f in report.findings if f.id == "environment-variable-invalid"]
+    assert finding.severity == "warning" and what in finding.summary, finding.summary
+    assert any(e.startswith("where ") and "#L" in e for e in finding.evidence), finding.evidence
+    assert finding.fix.startswith(f"unset {variable}")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("AMD_LOG_LEVEL_FILE", "/var/log/rocm/hip.log"),  # its folder is there
+        ("MIOPEN_CUSTOM_CACHE_DIR", "/home/user/.cache/miopen"),  # made with its parents
+        ("MIOPEN_CUSTOM_CACHE_DIR", "~/.cache/miopen"),  # MIOpen expands ~: not judged here
+        ("HSA_TOOLS_LIB", "libnothing.so"),  # split into names by ROCr: which part is loaded is ROCr's to say
+    ],
+)
+def test_a_value_its_call_can_use_is_quiet(
+    variable: str, value: str, tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _diagnose(WITH_FOLDERS.but(environ={variable: value}), tmp_path, build, monkeypatch)
+    assert "environment-variable-invalid" not in [f.id for f in report.findings], [
+        f.sentence() for f in report.findings
+    ]
+
+
 # --- The kernel supports this GPU --------------------------------------------------------------------------------
 
 STRIX = Host(

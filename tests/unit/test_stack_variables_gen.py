@@ -21,6 +21,25 @@ def reads(mechanism: str, text: str) -> list[tuple[str, str]]:
     return [(r.name, r.rule) for r in MECHANISMS[mechanism](text)]
 
 
+def test_the_cited_line_is_the_line_of_the_read_below_a_comment_block() -> None:
+    """Comments are blanked before matching; the line a read cites is still the line it is on in the file (a blanked
+    comment kept no characters, so every read below a licence header cited a line inside it)."""
+    header = "/*\n * Licence text, line two,\n * and line three.\n */\n// a comment\n"
+    cases = {
+        "c-getenv": 'auto s = getenv("X_ONE");\n',
+        "rocr-getenv": 'auto s = os::GetEnvVar("X_ONE");\n',
+        "nccl-getenv": 'const char* s = ncclGetEnv("X_ONE");\n',
+        "nccl-param": 'NCCL_PARAM(One, "ONE", 0);\n',
+        "rocblas-read-env": 'auto s = read_env("X_ONE");\n',
+        "miopen-env": "MIOPEN_DECLARE_ENV_VAR_STR(X_ONE)\n",
+        "rocprofiler-sdk-env": 'auto s = get_env("X_ONE", 0);\n',
+    }
+    for mechanism, line in cases.items():
+        text = header + "int unrelated;\n" + line
+        [read] = list(MECHANISMS[mechanism](text))
+        assert text.split("\n")[read.line - 1] == line.rstrip("\n"), mechanism
+
+
 def test_rocr_flag_shapes_give_their_rules() -> None:
     text = """
     var = os::GetEnvVar("HSA_A");
@@ -129,7 +148,9 @@ def _git(folder: Path, *arguments: str) -> str:
 def test_the_generator_reads_a_repository_at_its_pinned_commit(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "src" / "tests").mkdir(parents=True)
-    (work / "src" / "a.cc").write_text('NCCL_PARAM(A, "ALPHA", 0);\nconst char* s = getenv("NCCL_BETA");\n')
+    (work / "src" / "a.cc").write_text(
+        'NCCL_PARAM(A, "ALPHA", 0);\nconst char* s = getenv("NCCL_BETA");\nvoid* h = dlopen(s, RTLD_NOW);\n'
+    )
     (work / "src" / "tests" / "t.cc").write_text('NCCL_PARAM(T, "IN_A_TEST", 0);\n')
     _git(work, "init", "-q")
     _git(work, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
@@ -146,12 +167,20 @@ def test_the_generator_reads_a_repository_at_its_pinned_commit(tmp_path: Path) -
         "rules": {"nccl-int": {"kind": "c-integer", "malformed": "m", "malformed_severity": "warning",
                                "where": ["me/rccl", pinned, "src/a.cc"]},
                   "read": {"kind": "read", "malformed": "", "malformed_severity": "info", "where": None}},
+        "keeps": [],
+        "sinks": {"dlopen": {"machine": "library", "effect": "{reader} loads it"}},
     }  # fmt: skip
     table = main_variables.generate(sources, snapshots)
     assert [(v["name"], v["rule"], v["source"]) for v in table["variables"]] == [
         ("NCCL_ALPHA", "nccl-int", f"https://github.com/me/rccl/blob/{pinned}/src/a.cc#L1"),
         ("NCCL_BETA", "read", f"https://github.com/me/rccl/blob/{pinned}/src/a.cc#L2"),
     ]  # the pinned commit, not the later one; nothing from tests/
+    assert table["variables"][1]["flow"] == {
+        "call": "dlopen",
+        "machine": "library",
+        "shape": "whole",
+        "used_at": f"https://github.com/me/rccl/blob/{pinned}/src/a.cc#L3",
+    }  # the read is typed by the call its value reaches
     assert table["rules"]["nccl-int"]["source"] == f"https://github.com/me/rccl/blob/{pinned}/src/a.cc"
     from jax_rocm7_build.progress import BuildError
 
@@ -177,6 +206,9 @@ def test_the_committed_table_is_whole_and_cites_the_pinned_commits() -> None:
     assert {"ROCr", "HIP", "comgr", "rocprofiler-sdk", "rocprofiler-register", "RCCL", "rocBLAS", "hipBLASLt",
             "MIOpen", "jax", "jax (launchers)"} <= readers  # fmt: skip
     assert stack_variables.coverage()["judged"] >= 500  # the doctor loads every rule it names
+    flows = [v for v in table["variables"] if "flow" in v]
+    assert len(flows) >= 8 and all(v["rule"] == "read" and v["flow"]["call"] in table["sinks"] for v in flows)
+    assert stack_variables.coverage()["judged_by_call"] >= 6  # whole values (and suffixed files) are judged
 
 
 def test_the_committed_table_is_what_the_sources_give(request: pytest.FixtureRequest) -> None:
