@@ -1,5 +1,6 @@
-"""The variables that steer collectives and the GPU runtime, as a record states them: by name, secrets redacted,
-values bounded (the cluster policy's lists). Its own module because the job check at a warm start states them
+"""The variables that steer collectives and the GPU runtime, and every other variable the stack's readers read
+(the variable tables' names, carried in the rules), as a record states them: by name, secrets redacted, values
+bounded (the cluster policy's lists). Its own module because the job check at a warm start states them
 too, without the rest of the record's building; and it reads the policy only where it is not handed the rules
 (a job's start-up plan carries them: cluster_policy.steering_rules)."""
 
@@ -82,7 +83,9 @@ def steering_environment(
     secrets = secret_values(environ, words)
     limit = int(rules["value_max_chars"])
     chosen: list[tuple[str, str]] = []
-    for name, value in _environment.matching(tuple(rules["names_and_prefixes"]), environ):
+    stated = dict(_environment.matching(tuple(rules["names_and_prefixes"]), environ))
+    stated.update(_environment.listed(rules.get("stack_names", ()), environ))  # the rest the stack reads
+    for name, value in sorted(stated.items()):
         value = REDACTED if looks_secret(name, words) else redact(value, secrets)
         if len(value) > limit:
             value = f"{value[:limit]}...(+{len(value) - limit} chars)"

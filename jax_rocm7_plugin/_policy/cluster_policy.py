@@ -30,9 +30,29 @@ def steering_rules() -> dict[str, Any]:
     steering = policy["steering_variables"]
     return {
         "names_and_prefixes": [*steering["names"], *steering["prefixes"]],
+        "stack_names": _stack_names(tuple(steering["names"]), tuple(steering["prefixes"])),
         "secret_words": list(policy["secret_name_words"]),
         "value_max_chars": int(policy["value_max_chars"]),
     }
+
+
+def _stack_names(names: tuple[str, ...], prefixes: tuple[str, ...]) -> list[str]:
+    """Every variable the stack's readers read (the variable tables) that no steering name or prefix holds, but
+    those jax reads to detect its launcher (ranks, counts, addresses: per process by nature) and those the policy
+    sets per process: what a record states beside the steering variables, so that processes compare them too."""
+    from jax_rocm7_plugin._policy.stack_variables import launcher_names, variables
+
+    launchers = launcher_names()
+    return sorted(
+        {
+            v.name
+            for v in variables()
+            if v.name not in launchers
+            and v.name not in names
+            and not v.name.startswith(prefixes)
+            and not is_per_process_variable(v.name)
+        }
+    )
 
 
 def is_per_process_variable(name: str) -> bool:

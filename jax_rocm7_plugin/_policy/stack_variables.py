@@ -33,6 +33,8 @@ KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
 MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address")
 # What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
+LAUNCHER_READER = "jax (launchers)"  # the reader of jax's launcher detection (ranks, counts: per process)
+LAUNCHER_SOURCES = "/jax/_src/clusters/"  # where jax reads its launchers' variables, by any mechanism
 FLOW_KINDS = ("library", "file", "file-created", "directory", "directory-created", "host")
 Severity = Literal["error", "warning", "info"]
 # An XLA flag as XLA's parser takes it: --name or --name=value (tensorflow/tsl's command-line flags).
@@ -142,6 +144,17 @@ def _judged_flow(raw: dict[str, Any]) -> dict[str, str] | None:
     if flow["shape"] == "whole" or (flow["shape"] == "suffixed" and flow["machine"] == "file-created"):
         return dict(flow)
     return None
+
+
+@cache
+def launcher_names() -> frozenset[str]:
+    """The variables jax reads to detect its launcher (Slurm's, Open MPI's, Kubernetes', the clouds'): ranks,
+    counts and addresses, per process or per job by nature, not settings to compare."""
+    return frozenset(
+        raw["name"]
+        for raw in _generated_data()["variables"]
+        if raw["reader"] == LAUNCHER_READER or LAUNCHER_SOURCES in raw["source"]
+    )
 
 
 @cache

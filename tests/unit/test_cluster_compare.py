@@ -123,6 +123,21 @@ def test_environment_that_steers_collectives_must_agree_but_per_process_selectio
     )
 
 
+def test_every_variable_the_stack_reads_is_stated_and_compared_but_the_launchers_own() -> None:
+    """Beyond the steering prefixes, a record states every variable of the stack's tables (rocBLAS's, Tensile's,
+    rocprofiler's ...), so processes that disagree on one are named; the launcher's ranks and the host's and the
+    user's own names are never compared."""
+    environ = {"ROCBLAS_LAYER": "3", "TENSILE_DB": "1", "NCCL_DEBUG": "INFO", "SLURM_PROCID": "4", "HOME": "/h/4"}
+    stated = dict(steering_environment(environ, cluster_policy.steering_rules()))
+    assert stated == {"ROCBLAS_LAYER": "3", "TENSILE_DB": "1", "NCCL_DEBUG": "INFO"}
+    without_table = {**cluster_policy.steering_rules(), "stack_names": []}
+    assert "ROCBLAS_LAYER" not in dict(steering_environment(environ, without_table))  # what the table adds
+    odd = {p: {"environment": (("NCCL_SOCKET_IFNAME", "eth"), ("ROCBLAS_LAYER", "3"))} for p in (2, 3)}
+    (finding,) = compare(job(8, odd))
+    assert finding.id == "cluster-env-mismatch" and finding.processes == (2, 3)
+    assert finding.evidence == ("ROCBLAS_LAYER: unset on gpu-0 (processes 0-1, 4-7); '3' on gpu-0 (processes 2-3)",)
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "interfaces", "usable"),
     [
