@@ -97,13 +97,14 @@ def _type_by_flow(
 
 def _check_cited_line(read: Any, text: str, path: str) -> None:
     """The call at the line a read cites names it, on that line or the two after where the call wraps (NCCL_PARAM
-    names only the suffix; jax's states are in lower case): a table whose links point elsewhere is refused."""
+    and the OFI plugins' params name only the suffix; jax's states are in lower case): a table whose links point
+    elsewhere is refused."""
     from jax_rocm7_build.progress import BuildError
 
     lines = text.split("\n")
     line = "\n".join(lines[read.line - 1 : read.line + 2]).lower() if 0 < read.line <= len(lines) else ""
-    suffix = read.name.split("_", 1)[-1].lower()
-    if read.name.lower() not in line and suffix not in line:
+    suffixes = {read.name.lower(), *(read.name.split("_", words)[-1].lower() for words in (1, 2))}
+    if not any(suffix in line for suffix in suffixes):
         raise BuildError(f"{path}: {read.name} cites line {read.line}, which does not name it (a mechanism's offsets)")
 
 

@@ -170,6 +170,48 @@ def nccl_getenv(text: str) -> Iterator[Read]:
         yield Read(match.group(1), "read", _line(text, match.start()))
 
 
+# --- RCCL's libfabric net plugins (aws-ofi-rccl, aws-ofi-nccl) ----------------------------------------------------
+
+_OFI_RCCL_PARAM = re.compile(r"\bOFI_NCCL_PARAM_(INT|STR)\(\s*\w+\s*,\s*\"(\w+)\"\s*,\s*([^;]+?)\)\s*;")
+_OFI_NCCL_PARAM = re.compile(
+    r"\bOFI_NCCL_PARAM(?:_DEPRECATED)?\(\s*([\w:\s]+?)\s*,\s*\w+\s*,\s*\"(\w+)\"\s*,\s*((?:[^;()]|\([^()]*\))+?)\)",
+    re.S,
+)
+_OFI_VALUE_SET = re.compile(r"\bOFI_NCCL_PARAM_VALUE_SET\(\s*(\w+)\s*,\s*((?:\(\w+\))+)\s*\)")
+_OFI_NUMBER_TYPES = ("int", "size_t", "unsigned long int", "unsigned int", "long", "long int", "uint32_t", "uint64_t")
+
+
+def ofi_rccl_param(text: str) -> Iterator[Read]:
+    """aws-ofi-rccl's OFI_NCCL_PARAM_INT/STR(name, "SUFFIX", default): OFI_NCCL_SUFFIX, an int read by strtoll
+    without a check, or a string."""
+    for match in _OFI_RCCL_PARAM.finditer(_code_lines(text)):
+        kind, suffix, default = match.groups()
+        rule = "ofi-rccl-int" if kind == "INT" else "read"
+        yield Read(f"OFI_NCCL_{suffix}", rule, _line(text, match.start()), default.strip())
+
+
+def ofi_nccl_param(text: str) -> Iterator[Read]:
+    """aws-ofi-nccl's OFI_NCCL_PARAM(type, name, "SUFFIX", default): OFI_NCCL_SUFFIX parsed by its type (a bool,
+    a number, an enum of OFI_NCCL_PARAM_VALUE_SET, a string); a value its type refuses stops the plugin's start."""
+    code = _code_lines(text)
+    enums = {m.group(1): tuple(re.findall(r"\((\w+)\)", m.group(2))) for m in _OFI_VALUE_SET.finditer(code)}
+    for match in _OFI_NCCL_PARAM.finditer(code):
+        type_, suffix, default = (" ".join(match.group(1).split()), match.group(2), match.group(3))
+        if "#else" in default:  # a default chosen by the build (#if HAVE_NEURON ... #else ... #endif): the else
+            default = default.split("#else", 1)[1].split("#endif", 1)[0]
+        default = re.split(r",(?![^()]*\))", default, maxsplit=1)[0]  # a deprecation's message follows it
+        values: tuple[str, ...] = ()
+        if type_ == "bool":
+            rule = "ofi-bool"
+        elif type_ in _OFI_NUMBER_TYPES:
+            rule = "ofi-int"
+        elif type_ in enums:
+            rule, values = "ofi-enum", enums[type_]
+        else:
+            rule = "read"
+        yield Read(f"OFI_NCCL_{suffix}", rule, _line(text, match.start()), " ".join(default.split()), values)
+
+
 # --- rocBLAS, hipBLASLt --------------------------------------------------------------------------------------------
 
 _READ_ENV = re.compile(r"\b(?:read_env|open_log_stream)\(\s*\"(" + NAME + r")\"")
@@ -295,6 +337,8 @@ MECHANISMS: dict[str, Callable[[str], Iterator[Read]]] = {
     "rocprofiler-register-env": rocprofiler_register_env,
     "nccl-param": nccl_param,
     "nccl-getenv": nccl_getenv,
+    "ofi-rccl-param": ofi_rccl_param,
+    "ofi-nccl-param": ofi_nccl_param,
     "rocblas-read-env": rocblas_read_env,
     "named-constant": named_constant,
     "miopen-env": miopen_env,

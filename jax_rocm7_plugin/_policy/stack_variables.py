@@ -27,7 +27,7 @@ DATA = Path(__file__).resolve().parent / "stack_variables.json"
 GENERATED = Path(__file__).resolve().parent / "stack_variables_generated.json"
 Kind = Literal[
     "bool01", "int", "gfx-version", "xla-flags", "path", "path-list", "enum", "enum-exact", "indices", "clr-bool",
-    "rocprof-bool", "miopen-bool", "jax-bool", "c-integer", "python-int", "python-float", "ignored", "read",
+    "rocprof-bool", "miopen-bool", "jax-bool", "ofi-bool", "c-integer", "python-int", "python-float", "ignored", "read",
 ]  # fmt: skip
 KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
@@ -304,6 +304,8 @@ def _malformed(variable: StackVariable, value: str) -> str | None:
         return f"is not one of {', '.join(_ROCPROF_WORDS)} or a number"
     if kind == "miopen-bool" and text.lower() not in _MIOPEN_WORDS:
         return f"is not one of {', '.join(_MIOPEN_WORDS)}"
+    if kind == "ofi-bool" and not (text.lower() in ("true", "false") or re.fullmatch(r"[+-]?\d+", text)):
+        return "is not true, false or a number"
     if kind == "jax-bool" and text.lower() not in _JAX_WORDS:
         return f"is not one of {', '.join(_JAX_WORDS)}"
     if kind == "c-integer" and not re.fullmatch(r"[+-]?(0[xX][0-9a-fA-F]+|\d+)", text):

@@ -292,6 +292,9 @@ GENERATED_MISREADS = [
     ("HIP_MEM_POOL_SUPPORT", "yes", "warning", "1"),  # HIP's bool: only true or a number
     ("NCCL_MIN_NCHANNELS", "abc", "warning", None),  # RCCL's strtoll: 0, not its default
     ("JAX_TRACEBACK_FILTERING", "Auto", "error", "auto"),  # jax's enum: ValueError at import
+    ("OFI_NCCL_USE_IPV6_TCP", "yes", "error", None),  # aws-ofi-nccl's bool: the plugin does not start
+    ("OFI_NCCL_CQ_SIZE", "12k", "error", None),  # aws-ofi-nccl's number: likewise
+    ("OFI_NCCL_PROTOCOL", "rdmaa", "error", None),  # aws-ofi-nccl's enum (SENDRECV, RDMA in any case)
 ]
 
 
@@ -344,6 +347,8 @@ def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was
         ("NCCL_SOCKET_IFNAME", "^docker,lo"),  # what to leave out
         ("NCCL_IB_HCA", "=mlx5_0:1"),
         ("HSA_ENABLE_SDMA", "0"),
+        ("OFI_NCCL_PROTOCOL", "rdma"),  # strcasecmp
+        ("OFI_NCCL_USE_IPV6_TCP", "1"),  # a number, for both plugins
     ],
 )
 def test_valid_values_are_quiet(

@@ -90,6 +90,32 @@ def test_rccl_params_are_prefixed_and_keep_parenthesised_defaults() -> None:
     ]
 
 
+def test_the_ofi_plugins_params_by_type_with_their_defaults_and_lists() -> None:
+    fork = (
+        'OFI_NCCL_PARAM_INT(use_ipv6_tcp, "USE_IPV6_TCP", 0);\n'
+        'OFI_NCCL_PARAM_STR(exclude_tcp_if, "EXCLUDE_TCP_IF", "lo");\n'
+    )
+    assert [(r.name, r.rule, r.default) for r in MECHANISMS["ofi-rccl-param"](fork)] == [
+        ("OFI_NCCL_USE_IPV6_TCP", "ofi-rccl-int", "0"),
+        ("OFI_NCCL_EXCLUDE_TCP_IF", "read", '"lo"'),
+    ]
+    upstream = (
+        "OFI_NCCL_PARAM_VALUE_SET(PROTOCOL, (SENDRECV)(RDMA))\n"
+        'OFI_NCCL_PARAM(PROTOCOL, protocol, "PROTOCOL", PROTOCOL::SENDRECV)\n'
+        'OFI_NCCL_PARAM(bool, cache_off, "MR_CACHE_DISABLE",\n#if HAVE_NEURON\n  true\n#else\n  false\n#endif\n  );\n'
+        'OFI_NCCL_PARAM(unsigned long int, key, "MR_KEY_SIZE", 2);\n'
+        'OFI_NCCL_PARAM_DEPRECATED(bool, per_comm, "ENDPOINT_PER_COMM", false, "removed, see (docs)");\n'
+        'OFI_NCCL_PARAM(std::string, platform, "PLATFORM", "");\n'
+    )
+    assert [(r.name, r.rule, r.default, r.values) for r in MECHANISMS["ofi-nccl-param"](upstream)] == [
+        ("OFI_NCCL_PROTOCOL", "ofi-enum", "PROTOCOL::SENDRECV", ("SENDRECV", "RDMA")),
+        ("OFI_NCCL_MR_CACHE_DISABLE", "ofi-bool", "false", ()),  # the #else branch: the build without Neuron
+        ("OFI_NCCL_MR_KEY_SIZE", "ofi-int", "2", ()),
+        ("OFI_NCCL_ENDPOINT_PER_COMM", "ofi-bool", "false", ()),
+        ("OFI_NCCL_PLATFORM", "read", '""', ()),
+    ]
+
+
 def test_rocprofiler_types_from_the_template_or_the_default() -> None:
     text = (
         'auto a = common::get_env("ROCPROF_A", false);\n'
@@ -204,7 +230,7 @@ def test_the_committed_table_is_whole_and_cites_the_pinned_commits() -> None:
         assert (repo_commit[0], repo_commit[1].split("/")[0]) in pins, variable
     readers = {v["reader"] for v in table["variables"]}
     assert {"ROCr", "HIP", "comgr", "rocprofiler-sdk", "rocprofiler-register", "RCCL", "rocBLAS", "hipBLASLt",
-            "MIOpen", "jax", "jax (launchers)"} <= readers  # fmt: skip
+            "MIOpen", "jax", "jax (launchers)", "aws-ofi-rccl", "aws-ofi-nccl"} <= readers  # fmt: skip
     assert stack_variables.coverage()["judged"] >= 500  # the doctor loads every rule it names
     flows = [v for v in table["variables"] if "flow" in v]
     assert len(flows) >= 8 and all(v["rule"] == "read" and v["flow"]["call"] in table["sinks"] for v in flows)
