@@ -19,6 +19,7 @@ from jax_rocm7_plugin._machine.temp_dir import may_create_in
 from jax_rocm7_plugin._machine.write_dirs import WriteDirs
 from jax_rocm7_plugin._policy.grammar import PACKAGE_NAME
 from jax_rocm7_plugin._policy.machine_needs import stack_modules
+from jax_rocm7_plugin._policy.system_packages import reinstall_words
 from jax_rocm7_plugin._policy.versions import pinned
 
 RULES = RuleSet("references")
@@ -109,7 +110,8 @@ def _installs_as_installed(facts: Mapping[str, Any]) -> list[Finding]:
             wanted = f"{exact[0]}=={exact[1]}" if exact is not None else check.package
             step = shlex.join(["pip", "install", "--force-reinstall", "--no-deps", wanted])
         else:
-            step = shlex.join(["sudo", "apt-get", "install", "--reinstall", check.package])
+            family = check.family or ("debian" if check.system == "dpkg" else "rhel")
+            step = shlex.join([*reinstall_words(family), check.package])
         found.append(catalog.install_file_changed(
             check.system, check.package, check.version, check.missing, check.changed, step
         ))  # fmt: skip

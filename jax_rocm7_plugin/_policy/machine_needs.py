@@ -67,7 +67,7 @@ def stack_modules() -> frozenset[str]:
 
 class ManifestPolicy(NamedTuple):
     pip_prefixes: tuple[str, ...]
-    dpkg_prefixes: tuple[str, ...]
+    system_prefixes: tuple[str, ...]  # ROCm's packages, in dpkg's and rpm's databases
     hash_max_bytes: int
     hash_budget_bytes: int
 
@@ -75,6 +75,6 @@ class ManifestPolicy(NamedTuple):
 def manifest_policy() -> ManifestPolicy:
     data = _data()["manifests"]
     return ManifestPolicy(
-        tuple(data["pip_prefixes"]), tuple(data["dpkg_prefixes"]), int(data["hash_max_bytes"]),
+        tuple(data["pip_prefixes"]), tuple(data["system_prefixes"]), int(data["hash_max_bytes"]),
         int(data["hash_budget_bytes"]),
     )  # fmt: skip

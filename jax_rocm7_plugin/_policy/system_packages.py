@@ -45,6 +45,11 @@ def install_verb(family_name: str) -> str:
     return str(_data()["families"][family_name]["install"])
 
 
+def reinstall_words(family_name: str) -> list[str]:
+    """["sudo", "dnf", "reinstall"]: how a distribution family of the data installs a package's files again."""
+    return str(_data()["families"][family_name]["reinstall"]).split()
+
+
 def search_verb(family_name: str) -> str:
     """ "apt-cache search --names-only": how a distribution family of the data finds a package by name."""
     return str(_data()["families"][family_name]["search"])

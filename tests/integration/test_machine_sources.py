@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jax_rocm7_plugin._doctor.report import Report
+from jax_rocm7_plugin._findings import Finding
 from tests.support.fleet import HEALTHY, SITE, Host, _dist, build_host
 from tests.support.inprocess import doctor
 
@@ -152,6 +153,81 @@ def test_an_install_that_is_not_what_its_package_installed_is_named_with_the_rei
     files[f"{info}/RECORD"] = f"jaxlib/version.py,sha256={sha(good)},{len(good)}\n"
     files["/var/lib/dpkg/info/rocm-core.md5sums"] = "d41d8cd98f00b204e9800998ecf8427e  opt/rocm/.info/kept\n"
     assert _ids(_run(ONE.but(files=files), tmp_path / "b", build, mp), "install-file-changed") == []
+
+
+def test_an_rpm_install_is_held_to_its_database_but_files_rpm_did_not_install_or_lets_be_edited(
+    tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    """rpm's SQLite database (a stand-in written from its documented format, tests/support/rpmdb.py): a changed
+    and a missing file of rocm-core are named with dnf's reinstall; a %config file edited, a %ghost absent and a
+    file rpm did not install (nodocs: state 2) are not."""
+    from tests.support import rpmdb
+
+    regular, config, ghost = 0o100644, 1, 64
+    files = [
+        ("/opt/rocm/.info/kept", b"7.0.2\n", regular, 0, 0),
+        ("/opt/rocm/.info/changed", b"a\n", regular, 0, 0),
+        ("/opt/rocm/.info/gone", b"g\n", regular, 0, 0),
+        ("/opt/rocm/etc/edited.conf", b"as shipped\n", regular, config, 0),
+        ("/opt/rocm/run/ghost.pid", b"", regular, ghost, 0),
+        ("/opt/rocm/share/doc/README", b"docs\n", regular, 0, 2),
+        ("/opt/rocm/lib", b"", 0o040755, 0, 0),
+    ]
+    on_disk = {
+        "/etc/os-release": 'NAME="Red Hat Enterprise Linux"\nID="rhel"\nID_LIKE="fedora"\n',
+        "/opt/rocm/.info/kept": "7.0.2\n",
+        "/opt/rocm/.info/changed": "b\n",
+        "/opt/rocm/etc/edited.conf": "edited by the site\n",
+    }
+
+    def run(folder: str, packages: dict[str, bytes]) -> list[Finding]:
+        root, base, library = build_host(ONE.but(files=on_disk), "7.14.0", tmp_path / folder, build, mp)
+        rpmdb.write(root / "var/lib/rpm/rpmdb.sqlite", packages)
+        return [f for f in doctor(base, root, library).findings if f.id == "install-file-changed"]
+
+    (finding,) = run("a", {"rocm-core": rpmdb.package("rocm-core", "7.0.2-56", files), "bash": b"not read"})
+    assert finding.fix == "reinstall it: sudo dnf reinstall rocm-core"
+    assert finding.evidence == ("missing: /opt/rocm/.info/gone", "changed: /opt/rocm/.info/changed")
+    assert "rpm's rocm-core 7.0.2-56" in finding.summary
+    whole = [f for f in files if f[0] not in ("/opt/rocm/.info/changed", "/opt/rocm/.info/gone")]
+    assert run("b", {"rocm-core": rpmdb.package("rocm-core", "7.0.2-56", whole)}) == []
+    assert run("c", {"rocm-core": b"\x00\x00\xff\xff" * 8}) == []  # a header that is not whole: nothing held
+
+
+def test_a_damaged_rpm_database_leaves_a_report_in_time(tmp_path: Path, build: Path, mp: pytest.MonkeyPatch) -> None:
+    """The loader's hostile rules for rpm's database: garbage, half of one, a 4 GiB hole, a FIFO, a folder, a link
+    to itself. Each leaves a report within a few seconds, with nothing held to it."""
+    import time
+
+    from tests.support import rpmdb
+
+    whole = tmp_path / "whole.sqlite"
+    rpmdb.write(whole, {"rocm-core": rpmdb.package("rocm-core", "7.0.2-1", [("/opt/rocm/x", b"x", 0o100644, 0, 0)])})
+
+    def half(path: Path) -> None:
+        path.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+
+    def sparse(path: Path) -> None:
+        with path.open("wb") as handle:
+            handle.truncate(4 * 1024**3)
+
+    damages = {
+        "garbage": lambda p: p.write_bytes(os.urandom(4096)),
+        "half": half,
+        "sparse": sparse,
+        "fifo": lambda p: os.mkfifo(p),
+        "folder": lambda p: p.mkdir(),
+        "self-link": lambda p: p.symlink_to(p.name),
+    }
+    for name, damage in damages.items():
+        root, base, library = build_host(ONE, "7.14.0", tmp_path / name, build, mp)
+        database = root / "var/lib/rpm/rpmdb.sqlite"
+        database.parent.mkdir(parents=True, exist_ok=True)
+        damage(database)
+        started = time.monotonic()
+        report = doctor(base, root, library)
+        assert time.monotonic() - started < 20, name
+        assert "install-file-changed" not in [f.id for f in report.findings], name
 
 
 # --- one provider per interface -----------------------------------------------------------------------------------
