@@ -180,6 +180,8 @@ _OTHERS = (
     _v("TEST_TMPDIR", "XLA", "text", "", "the first folder XLA tries for its compile-time files"),
     _v("TMPDIR", "XLA", "text", "/tmp", "where XLA writes each GPU kernel's compile-time files, if a folder"),
     _v("TMP", "XLA", "text", "/tmp", "the folder XLA tries after TMPDIR for its compile-time files"),
+    _v("TEMP", "MIOpen", "text", "/tmp", "std::filesystem's temporary folder after TMPDIR, TMP (MIOpen's fallback)"),
+    _v("TEMPDIR", "MIOpen", "text", "/tmp", "std::filesystem's temporary folder after TEMP (MIOpen's fallback)"),
     # the ROCm runtime
     _v("ROCM_PATH", "ROCm", "absolute-path", "/opt/rocm", "the ROCm install"),
     _v("HIP_PATH", "ROCm", "absolute-path", "", "HIP's install (changes what a library loads)"),

@@ -83,6 +83,7 @@ FindingId = Literal[
     "runtime-provided-twice",
     "write-dir-unusable",
     "write-dir-full",
+    "write-dir-shared",
     "install-file-changed",
     "runtime-library-missing",
     "rocm-client-failed",  # the loader's, in a multi-process job: the client did not start though every check passed
@@ -653,6 +654,25 @@ def write_dir_full(purpose: str, path: str, named_by: str, free: int, need: int,
     fix = f"free space there, or set {variable} to a folder with room" if variable else "free space there"
     concerns = Concerns(variables=(variable,) if variable else (), files=(path,))
     return Finding("write-dir-full", "warning", summary, fix, (f"{path}: {free} bytes free",), concerns=concerns)
+
+
+def write_dir_shared(
+    purpose: str, path: str, named_by: str, folders: Sequence[tuple[str, str]], sources: Sequence[str]
+) -> Finding:
+    """A folder every user writes in (sticky, world-writable: /tmp) taken by a reader whose files there carry no
+    user's name (MIOpen's, moved there from a default on a network file system): the first user to write one owns
+    it on that node, and another's run fails to write it. `folders`: (variable, a folder of this user's) to set."""
+    summary = (
+        f"{purpose} is {path} ({named_by}), a folder shared by every user of this node: MIOpen names its files "
+        f"there without the user, so a file another user wrote first is one this process cannot write"
+    )
+    steps = " ".join(f"{variable}={folder}" for variable, folder in folders)
+    made = " ".join(folder for _, folder in folders)
+    fix = f"set {steps} (folders of this user's on a local file system; mkdir -p {made} first)"
+    evidence = (f"{named_by}: {path}", f"{path}: sticky and writable by every user", *sources)
+    remedy = Remedy(environment=tuple((variable, folder) for variable, folder in folders))
+    concerns = Concerns(variables=tuple(v for v, _ in folders), files=(path,))
+    return Finding("write-dir-shared", "warning", summary, fix, evidence, remedy=remedy, concerns=concerns)
 
 
 def install_file_changed(

@@ -1,9 +1,11 @@
 """The effective value is judged: what the configuration asks of a GPU stack module's parameter
 (_policy/machine_needs.json) against the value in effect, which is what runs (an option added after the module was
-loaded, or kept out of the initramfs, asks in vain)."""
+loaded, or kept out of the initramfs, asks in vain); and the folder a reader takes where its variable is unset,
+after its own fallbacks (MIOpen's temporary folder where its default is on a network file system)."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +13,8 @@ from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
 from jax_rocm7_plugin._machine.kernel import KernelFacts
-from jax_rocm7_plugin._policy.machine_needs import stack_modules
+from jax_rocm7_plugin._machine.write_dirs import WriteDirs
+from jax_rocm7_plugin._policy.machine_needs import miopen_network_fallback, stack_modules
 
 RULES = RuleSet("effective")
 _TRUE, _FALSE = frozenset({"1", "y", "yes", "on", "true"}), frozenset({"0", "n", "no", "off", "false"})
@@ -51,3 +54,25 @@ def _options_in_effect(facts: Mapping[str, Any]) -> list[Finding]:
             first = options[0]
             found.append(catalog.module_option_not_in_effect(module, parameter, first.value, shown, first.source))
     return found
+
+
+@RULES.rule("find", reads=("write-dirs", "checked"))
+def _moved_to_a_shared_folder(facts: Mapping[str, Any]) -> list[Finding]:
+    """MIOpen's folders, where a default on a network file system moved them to the temporary folder and that one is
+    shared by every user (sticky and world-writable): named once, with a folder of this user's for each variable."""
+    dirs: WriteDirs | None = facts["write-dirs"]
+    machine = facts["checked"].facts.machine
+    if dirs is None or machine is None or not machine.usable_gpus:
+        return []
+    moved = [d for d in dirs.dirs if d.moved_from is not None and d.exists and d.mode is not None]
+    shared = [d for d in moved if d.mode & stat.S_ISVTX and d.mode & stat.S_IWOTH]
+    if not shared:
+        return []
+    from jax_rocm7_plugin._machine.identity import read_identity
+
+    uid = (machine.identity or read_identity(machine.root)).uid
+    first = shared[0]
+    fallback = miopen_network_fallback()
+    kind = {"MIOPEN_USER_DB_PATH": "db", "MIOPEN_CUSTOM_CACHE_DIR": "cache"}
+    folders = [(v, f"{first.path.rstrip('/')}/miopen-{uid}/{kind.get(v, v.lower())}") for v in fallback.folders]
+    return [catalog.write_dir_shared(first.purpose, first.path, first.named_by, folders, fallback.sources)]

@@ -7,7 +7,9 @@ Who writes where (each at the commit _policy/stack_variables_generated.json cite
 - XLA compiles GPU kernels in the first existing of TEST_TMPDIR, TMPDIR, TMP, /tmp (_machine/temp_dir.py);
 - jax keeps compiled programs in JAX_COMPILATION_CACHE_DIR where it is set (jax/_src/config.py: no default);
 - MIOpen keeps its kernel cache in MIOPEN_CUSTOM_CACHE_DIR, else $HOME/.cache/miopen, and its tuning database in
-  MIOPEN_USER_DB_PATH, else $HOME/.config/miopen (MIOpen's docs: "kernel cache", "user database");
+  MIOPEN_USER_DB_PATH, else $HOME/.config/miopen (MIOpen's docs: "kernel cache", "user database"); where such a
+  default is on a network file system (mountinfo's type), MIOpen takes the temporary folder instead
+  (_policy/machine_needs.json "miopen_network_fallback", from its sources);
 - comgr keeps its cache in AMD_COMGR_CACHE_DIR, else $XDG_CACHE_HOME/comgr, else $HOME/.cache/comgr (comgr's
   README: "AMD_COMGR_CACHE_DIR");
 - RCCL and the runtime share memory through /dev/shm (_machine/shm.py reads its size).
@@ -24,6 +26,8 @@ from pathlib import Path
 
 from jax_rocm7_plugin._environment import read
 from jax_rocm7_plugin._machine import host_path
+from jax_rocm7_plugin._machine.mounts import Mount, mount_of, read_mounts
+from jax_rocm7_plugin._policy.machine_needs import miopen_network_fallback
 from jax_rocm7_plugin._record import NamedTuple
 from jax_rocm7_plugin._safe_io import stat_named
 
@@ -41,6 +45,7 @@ class WriteDir(NamedTuple):
     mode: int | None
     read_only: bool | None  # `base`'s file system is mounted read-only
     free_bytes: int | None  # room left for an unprivileged writer in `base`'s file system
+    moved_from: str | None = None  # the default its reader left, for the file system named (MIOpen's: "lustre")
 
 
 class WriteDirs(NamedTuple):
@@ -48,14 +53,38 @@ class WriteDirs(NamedTuple):
     dirs: tuple[WriteDir, ...]
 
 
-def _wanted(environ: Mapping[str, str]) -> list[tuple[str, str, str | None, str | None]]:
-    """(purpose, named by, variable, path) of each folder written, as each reader picks it."""
+def _temp_directory(environ: Mapping[str, str], variables: tuple[str, ...]) -> str:
+    """std::filesystem::temp_directory_path as libstdc++ answers it: the first of `variables` set, else /tmp."""
+    return next((value for name in variables if (value := read(name, environ))), "/tmp")
+
+
+def _miopen_moved(
+    root: Path, mounts: tuple[Mount, ...], path: str | None, environ: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """(the temporary folder, the network file system's type) where MIOpen leaves its default `path`: the nearest
+    existing folder at or above it is on a file system of MIOpen's network list."""
+    if path is None or not path.startswith("/"):
+        return None
+    fallback = miopen_network_fallback()
+    _, _, base, _ = _nearest(root, path)
+    mount = mount_of(mounts, base) if base is not None else None
+    if mount is None or mount.fstype not in fallback.network_types:
+        return None
+    return _temp_directory(environ, fallback.temp_variables), mount.fstype
+
+
+def _wanted(
+    root: Path, environ: Mapping[str, str], mounts: tuple[Mount, ...]
+) -> list[tuple[str, str, str | None, str | None, str | None]]:
+    """(purpose, named by, variable, path, the file system it left) of each folder written, as its reader picks it."""
     home = read("HOME", environ) or None
     cache_home = read("XDG_CACHE_HOME", environ) or (f"{home}/.cache" if home else None)
-    found: list[tuple[str, str, str | None, str | None]] = []
+    found: list[tuple[str, str, str | None, str | None, str | None]] = []
     jax_cache = read("JAX_COMPILATION_CACHE_DIR", environ)
     if jax_cache:
-        found.append(("jax's compilation cache", "JAX_COMPILATION_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", jax_cache))
+        found.append(
+            ("jax's compilation cache", "JAX_COMPILATION_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", jax_cache, None)
+        )
     for purpose, variable, default in (
         ("MIOpen's kernel cache", "MIOPEN_CUSTOM_CACHE_DIR", f"{home}/.cache/miopen" if home else None),
         ("MIOpen's tuning database", "MIOPEN_USER_DB_PATH", f"{home}/.config/miopen" if home else None),
@@ -63,9 +92,15 @@ def _wanted(environ: Mapping[str, str]) -> list[tuple[str, str, str | None, str 
     ):
         value = read(variable, environ)
         if value:
-            found.append((purpose, variable, variable, value))
+            found.append((purpose, variable, variable, value, None))
+            continue
+        moved = _miopen_moved(root, mounts, default, environ) if purpose.startswith("MIOpen") else None
+        if moved is not None:
+            temp, fstype = moved
+            said = f"default ({variable} unset): {default} is on {fstype}, so MIOpen takes the temporary folder"
+            found.append((purpose, said, variable, temp, fstype))
         else:
-            found.append((purpose, f"default ({variable} unset)", variable, default))
+            found.append((purpose, f"default ({variable} unset)", variable, default, None))
     return found
 
 
@@ -95,10 +130,10 @@ def _nearest(root: Path, path: str) -> tuple[bool, bool, str | None, os.stat_res
 def read_write_dirs(root: Path, environ: Mapping[str, str]) -> WriteDirs:
     home = read("HOME", environ) or None
     dirs = []
-    for purpose, named_by, variable, path in _wanted(environ):
+    for purpose, named_by, variable, path, moved_from in _wanted(root, environ, read_mounts(root)):
         if path is None or not path.startswith("/"):
             dirs.append(WriteDir(purpose, named_by, variable, path or "", False, False, None, None, None, None, None,
-                                 None))  # fmt: skip
+                                 None, moved_from))  # fmt: skip
             continue
         exists, is_dir, base, info = _nearest(root, path)
         read_only = free = None
@@ -112,7 +147,7 @@ def read_write_dirs(root: Path, environ: Mapping[str, str]) -> WriteDirs:
             WriteDir(
                 purpose, named_by, variable, path, exists, is_dir, base,
                 info.st_uid if info else None, info.st_gid if info else None,
-                stat.S_IMODE(info.st_mode) if info else None, read_only, free,
+                stat.S_IMODE(info.st_mode) if info else None, read_only, free, moved_from,
             )
         )  # fmt: skip
     return WriteDirs(home, tuple(dirs))

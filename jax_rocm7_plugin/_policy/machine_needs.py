@@ -78,3 +78,17 @@ def manifest_policy() -> ManifestPolicy:
         tuple(data["pip_prefixes"]), tuple(data["system_prefixes"]), int(data["hash_max_bytes"]),
         int(data["hash_budget_bytes"]),
     )  # fmt: skip
+
+
+class NetworkFallback(NamedTuple):
+    network_types: frozenset[str]  # mountinfo's names of the file systems MIOpen takes for network ones
+    temp_variables: tuple[str, ...]  # where std::filesystem::temp_directory_path looks, in order (else /tmp)
+    folders: tuple[str, ...]  # the variables whose unset default MIOpen moves
+    sources: tuple[str, ...]
+
+
+def miopen_network_fallback() -> NetworkFallback:
+    data = _data()["miopen_network_fallback"]
+    return NetworkFallback(
+        frozenset(data["network_types"]), tuple(data["temp_variables"]), tuple(data["folders"]), tuple(data["sources"])
+    )

@@ -41,6 +41,7 @@ HOST: Host = HEALTHY[14].but(  # the node with every health file, a fabric, and 
         "/proc/self/cgroup": "0::/\n",
         "/sys/fs/cgroup/pids.max": "max\n",
         "/proc/self/uid_map": "         0          0 4294967295\n",
+        "/proc/self/mountinfo": "24 1 0:21 / / rw,relatime - ext4 /dev/sda1 rw\n",
     }
 )
 SECONDS = 20.0  # far above a diagnosis here (~0.2 s): past it, a reader waited on what it should have refused

@@ -293,3 +293,41 @@ def test_a_module_option_asked_but_not_in_effect_is_named_and_the_kernels_own_sp
 @pytest.fixture
 def mp(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
+
+
+_LUSTRE_HOME = (
+    "24 1 0:21 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "88 24 0:45 / /users rw,relatime - lustre 10.0.0.1@o2ib:/users rw\n"
+    "90 24 0:46 / /scratch\\040space rw,relatime - xfs /dev/sdb1 rw\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("mounts", "environ", "shared"),
+    [
+        (_LUSTRE_HOME, {}, True),  # MIOpen's defaults are on Lustre: it takes /tmp, every user's
+        (_LUSTRE_HOME.replace("lustre", "ext4"), {}, False),  # a local home: MIOpen keeps its defaults
+        (_LUSTRE_HOME, {"MIOPEN_USER_DB_PATH": "/tmp/mine/db", "MIOPEN_CUSTOM_CACHE_DIR": "/tmp/mine/cache"}, False),
+        (_LUSTRE_HOME, {"TMPDIR": "/scratch space/someone"}, False),  # MIOpen's temporary folder is the user's own
+    ],
+)
+def test_miopen_leaves_a_network_home_for_the_temporary_folder_every_user_shares(
+    mounts: str, environ: dict[str, str], shared: bool, tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    """The effective folder after MIOpen's own fallback (IsNetworkedFilesystem, at the commit machine_needs.json
+    cites): /tmp, sticky and writable by all, where MIOpen's files carry no user's name."""
+    host = ONE.but(
+        uid=1000,
+        groups=(1000, 44, 110),
+        node_gid=110,
+        environ={"HOME": "/users/someone", **environ},
+        files={"/proc/self/mountinfo": mounts, "/users/someone/.bashrc": "", "/scratch space/someone/.keep": ""},
+    )
+    root, base, library = build_host(host, "7.14.0", tmp_path, build, mp)
+    os.chown(root / "scratch space/someone", 1000, 1000)
+    found = [f for f in doctor({**base, **host.environ}, root, library).findings if f.id == "write-dir-shared"]
+    assert bool(found) == shared, [f.sentence() for f in found]
+    if shared:
+        assert "is on lustre, so MIOpen takes the temporary folder" in found[0].summary
+        assert found[0].fix.startswith("set MIOPEN_USER_DB_PATH=/tmp/miopen-1000/db MIOPEN_CUSTOM_CACHE_DIR=")
+        assert found[0].remedy is not None and found[0].remedy.checked, found[0].checked_fix()

@@ -172,6 +172,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "runtime-provided-twice": "doctor only: the runtimes the environment would map (test_machine_sources.py)",
     "write-dir-unusable": "doctor only: the folders the stack writes (test_machine_sources.py)",
     "write-dir-full": "doctor only: the room where the stack writes (test_machine_sources.py)",
+    "write-dir-shared": "doctor only: MIOpen's folders after its fallbacks (test_machine_sources.py)",
     "install-file-changed": "doctor only: installs against their manifests (test_machine_sources.py)",
     "transport-not-found": "doctor only: RCCL's network, judged from the fabric's files (test_transport.py)",
     "transport-slower-than-fabric": "doctor only: RCCL's network against the fabric (test_transport.py)",

@@ -336,7 +336,8 @@ HELD_OUT_2026_11_28: tuple[Case, ...] = (
             "LUMI node (MI250X): $HOME on Lustre, so MIOpen writes under /tmp, where another user's folder is",
             _gpu(90010, 2, device_id=0x7408),
             uid=1000,
-            groups=(1000,),
+            groups=(1000, 44, 110),  # the nodes' group: the GPUs are this user's, as Slurm gives them on LUMI
+            node_gid=110,
             environ={"HOME": "/users/someone"},
             files={
                 "/proc/self/mountinfo": "24 1 0:21 / / rw,relatime - ext4 /dev/sda1 rw\n"
@@ -347,8 +348,6 @@ HELD_OUT_2026_11_28: tuple[Case, ...] = (
         "7.14.0",
         ("MIOpen", "/tmp"),
         fix=("MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"),
-        gap="MIOpen's fallback to the temporary folder where $HOME is on a network file system is not read",
-        named=False,
         batch="2026-11-28",
     ),
     Case(
@@ -870,6 +869,14 @@ def build_host(
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content)
+    home = host.environ.get("HOME", "")
+    if host.uid is not None and home.startswith("/") and (root / home.lstrip("/")).is_dir():
+        import os
+
+        primary = host.groups[0] if host.groups else host.uid
+        for folder, _, names in os.walk(root / home.lstrip("/")):  # the user's home and what is in it are theirs
+            for path in (folder, *(os.path.join(folder, n) for n in names)):
+                os.chown(path, host.uid, primary)
     for path, needed in host.binaries.items():
         from tests.support.native import library_needing
 
