@@ -77,6 +77,7 @@ FindingId = Literal[
     "math-library-gpu-unsupported",
     "compile-temp-dir-unusable",
     "kernel-feature-missing",
+    "kernel-config-unseen",
     "module-option-ignored",
     "module-option-not-in-effect",
     "python-module-provided-twice",
@@ -654,6 +655,39 @@ def write_dir_full(purpose: str, path: str, named_by: str, free: int, need: int,
     fix = f"free space there, or set {variable} to a folder with room" if variable else "free space there"
     concerns = Concerns(variables=(variable,) if variable else (), files=(path,))
     return Finding("write-dir-full", "warning", summary, fix, (f"{path}: {free} bytes free",), concerns=concerns)
+
+
+def kernel_config_unseen(
+    reader: str,
+    path: str,
+    found_at: str | None,
+    options: Sequence[str],
+    asked: str,
+    effect: str,
+    force: str,
+    sources: Sequence[str],
+) -> Finding:
+    """A reader that reads the kernel's configuration from one path only, where that path is not readable: it
+    concludes the options it looks for are missing (`found_at`: where the configuration is, if anywhere)."""
+    import shlex
+
+    where = f"the configuration is at {found_at}" if found_at else "no copy of it is readable here"
+    summary = (
+        f"{reader} reads the kernel's configuration only from {path} ({asked}), which is not there or not readable "
+        f"({where}): it takes {' and '.join(options)} for missing, and {effect}"
+    )
+    if found_at and found_at.endswith(".gz"):
+        fix = (
+            f"write it where {reader} reads it: zcat {shlex.quote(found_at)} | sudo tee {shlex.quote(path)} >/dev/null"
+        )
+    elif found_at:
+        fix = f"copy it where {reader} reads it: sudo cp {shlex.quote(found_at)} {shlex.quote(path)}"
+    else:
+        fix = f"install the kernel's configuration as {path} (the distribution's kernel package ships it)"
+    fix += f"; or, with a {reader} release that has it and a kernel built with them, set {force}"
+    evidence = (f"{asked}", f"{path}: not readable", *((f"read by the doctor at {found_at}",) if found_at else ()))
+    concerns = Concerns(files=(path,))
+    return Finding("kernel-config-unseen", "warning", summary, fix, (*evidence, *sources), concerns=concerns)
 
 
 def write_dir_shared(

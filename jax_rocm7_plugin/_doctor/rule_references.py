@@ -116,3 +116,37 @@ def _installs_as_installed(facts: Mapping[str, Any]) -> list[Finding]:
             check.system, check.package, check.version, check.missing, check.changed, step
         ))  # fmt: skip
     return found
+
+
+@RULES.rule("find", reads=("kernel", "settings", "checked"))
+def _config_where_read(facts: Mapping[str, Any]) -> list[Finding]:
+    """A reader's own reference to the kernel's configuration (one path, machine_needs.json) resolves, where the
+    variable under which it looks is on at its effective value (set, or the generated table's default)."""
+    from jax_rocm7_plugin._environment import read
+    from jax_rocm7_plugin._policy.machine_needs import kernel_config_readers
+    from jax_rocm7_plugin._policy.stack_variables import default_of
+
+    kernel: KernelFacts | None = facts["kernel"]
+    machine = facts["checked"].facts.machine
+    if kernel is None or not kernel.release or machine is None or not machine.usable_gpus:
+        return []
+    environ = facts["settings"].environ or {}
+    found = []
+    for reader in kernel_config_readers():
+        value = read(reader.asked_by, environ)
+        effective = value if value is not None else default_of(reader.asked_by, reader.reader)
+        try:
+            if effective is None or int(effective.strip(), 0) == 0:
+                continue
+        except ValueError:
+            continue  # a value its reader misreads: environment-variable-invalid says so
+        path = reader.path.format(release=kernel.release)
+        if path in kernel.readable_copies:
+            continue
+        asked = f"{reader.asked_by}={value}" if value is not None else f"{reader.asked_by} unset: {effective}"
+        elsewhere = next((c for c in kernel.readable_copies if c != path), None)
+        found.append(catalog.kernel_config_unseen(
+            reader.reader, path, elsewhere or kernel.config_source, reader.options, asked, reader.effect,
+            reader.force, reader.sources,
+        ))  # fmt: skip
+    return found

@@ -65,6 +65,9 @@ class KernelFacts(NamedTuple):
     options: tuple[ModuleOption, ...]  # the command line's first, then modprobe.d's in the order modprobe reads
     loaded: frozenset[str] | None  # None: /proc/modules unreadable
     in_effect: Mapping[str, Mapping[str, str]]  # module -> parameter -> value, for the modules read
+    # The copies of the configuration this process can read (of CONFIG_COPIES): a reader that looks in one place
+    # only (RCCL: /boot/config-<release>) misses a configuration kept in another.
+    readable_copies: tuple[str, ...] = ()
 
     def option(self, name: str) -> str | None:
         """A configuration option's value ("n" where built out; None where the configuration is not known or does
@@ -170,4 +173,10 @@ def read_kernel(root: Path) -> KernelFacts:
     loaded = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.split())
     # The GPU stack's modules' parameters are read whether the configuration names them or not.
     in_effect = _parameters(root, [*sorted(stack_modules()), *(o.module for o in options)])
-    return KernelFacts(release, config, source, tuple(options), loaded, in_effect)
+    copies = ()
+    if release and "/" not in release:
+        paths = [where.format(release=release) for where in CONFIG_COPIES]
+        copies = tuple(
+            p for p in paths if os.path.isfile(host_path(root, p)) and os.access(host_path(root, p), os.R_OK)
+        )
+    return KernelFacts(release, config, source, tuple(options), loaded, in_effect, copies)

@@ -92,3 +92,26 @@ def miopen_network_fallback() -> NetworkFallback:
     return NetworkFallback(
         frozenset(data["network_types"]), tuple(data["temp_variables"]), tuple(data["folders"]), tuple(data["sources"])
     )
+
+
+class ConfigReader(NamedTuple):
+    """A reader that reads the kernel's configuration itself, from one path (`path`, with {release})."""
+
+    reader: str
+    path: str
+    options: tuple[str, ...]
+    asked_by: str  # the variable under which it looks (judged at its effective value)
+    effect: str
+    force: str  # its own switch past the check, where its release has it
+    sources: tuple[str, ...]
+
+
+def kernel_config_readers() -> tuple[ConfigReader, ...]:
+    readers = _data()["kernel_config_readers"]["readers"]
+    return tuple(_config_reader(r) for r in readers)
+
+
+def _config_reader(raw: dict[str, Any]) -> ConfigReader:
+    sources = (raw["source"], raw["force_source"])
+    options = tuple(raw["options"])
+    return ConfigReader(raw["reader"], raw["path"], options, raw["asked_by"], raw["effect"], raw["force"], sources)

@@ -146,6 +146,11 @@ def _judged_flow(raw: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
+def default_of(name: str, reader: str) -> str | None:
+    """The default `reader` takes for `name` where it is unset, as its source writes it (None: not in the table)."""
+    return next((raw.get("default") for raw in _generated_by_name().get(name, ()) if raw["reader"] == reader), None)
+
+
 @cache
 def launcher_names() -> frozenset[str]:
     """The variables jax reads to detect its launcher (Slurm's, Open MPI's, Kubernetes', the clouds'): ranks,

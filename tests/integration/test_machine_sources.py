@@ -331,3 +331,30 @@ def test_miopen_leaves_a_network_home_for_the_temporary_folder_every_user_shares
         assert "is on lustre, so MIOpen takes the temporary folder" in found[0].summary
         assert found[0].fix.startswith("set MIOPEN_USER_DB_PATH=/tmp/miopen-1000/db MIOPEN_CUSTOM_CACHE_DIR=")
         assert found[0].remedy is not None and found[0].remedy.checked, found[0].checked_fix()
+
+
+_AZL = "6.6.64.2-9.azl3"
+_AZL_CONFIG = "CONFIG_HSA_AMD=y\nCONFIG_DMABUF_MOVE_NOTIFY=y\nCONFIG_PCI_P2PDMA=y\nCONFIG_HSA_AMD_P2P=y\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "environ", "fix"),
+    [
+        ({f"/usr/lib/modules/{_AZL}/config": _AZL_CONFIG}, {"NCCL_DMABUF_ENABLE": "1"},
+         f"sudo cp /usr/lib/modules/{_AZL}/config /boot/config-{_AZL}"),
+        ({f"/usr/lib/modules/{_AZL}/config": _AZL_CONFIG}, {}, None),  # RCCL's default (0): it does not look
+        ({f"/boot/config-{_AZL}": _AZL_CONFIG}, {"NCCL_DMABUF_ENABLE": "1"}, None),  # where RCCL reads it
+        ({}, {"NCCL_DMABUF_ENABLE": "1"},
+         f"install the kernel's configuration as /boot/config-{_AZL} (the distribution's kernel package ships it)"),
+    ],
+)  # fmt: skip
+def test_rccl_reads_the_kernels_configuration_from_one_path_only(
+    files: dict[str, str], environ: dict[str, str], fix: str | None, tmp_path: Path, build: Path, mp: pytest.MonkeyPatch
+) -> None:
+    """RCCL's dma-buf check (rocmwrap.cc at the pinned commit) opens /boot/config-<release> and nothing else; asked
+    for by NCCL_DMABUF_ENABLE, judged at its effective value (the generated table's default, 0, where unset)."""
+    host = ONE.but(files={"/proc/sys/kernel/osrelease": f"{_AZL}\n", **files})
+    found = [f for f in _run(host, tmp_path, build, mp, **environ).findings if f.id == "kernel-config-unseen"]
+    assert [f.fix.split("; or,")[0].split(": ", 1)[-1] for f in found] == ([fix] if fix else [])
+    if fix:
+        assert found[0].fix.endswith("set RCCL_FORCE_ENABLE_DMABUF=1") and f"/boot/config-{_AZL}" in found[0].summary

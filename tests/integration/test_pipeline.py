@@ -166,6 +166,7 @@ NOT_FROM_THE_LOADER_CHECKS = {
     "math-library-gpu-unsupported": "doctor only: the math libraries' kernel files (test_gpu_kernels.py)",
     "compile-temp-dir-unusable": "doctor only: the folder XLA compiles GPU kernels in (test_temp_dir.py)",
     "kernel-feature-missing": "doctor only: the kernel's build configuration (test_machine_sources.py)",
+    "kernel-config-unseen": "doctor only: a reader's own path to the kernel's configuration (test_machine_sources.py)",
     "module-option-ignored": "doctor only: the module options the configuration names (test_machine_sources.py)",
     "module-option-not-in-effect": "doctor only: the module parameters in effect (test_machine_sources.py)",
     "python-module-provided-twice": "doctor only: the Python environment's distributions (test_machine_sources.py)",

@@ -233,9 +233,6 @@ HELD_OUT_2026_11_28: tuple[Case, ...] = (
         "7.14.0",
         ("/boot/config", "RCCL"),
         fix=("RCCL_FORCE_ENABLE_DMABUF=1",),
-        gap="RCCL's own reading of the kernel's configuration (its paths, at the pinned commit) is not typed as a "
-        "reference the doctor checks",
-        named=False,
         batch="2026-11-28",
     ),
     Case(
