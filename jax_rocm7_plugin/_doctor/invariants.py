@@ -211,17 +211,27 @@ def kernel_findings(facts: Facts) -> list[Finding]:
     return found
 
 
+NAMED_SECONDS = 3.0  # what a value names is looked up on the machine for at most this long (a stale mount)
+
+
 def variable_findings(settings: Settings, release: str | None = None) -> list[Finding]:
     """environment-variable-invalid for each variable of the stack whose value its reader cannot use as meant;
     `release`: the PJRT library's jax release, whose XLA knows the flags XLA_FLAGS may name."""
     from jax_rocm7_plugin._machine.named_things import missing, present
     from jax_rocm7_plugin._policy.stack_variables import problems
+    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
 
     found = []
     in_job = settings.job_hosts is not None
 
     def here(kind: str, value: str) -> tuple[str, str | None] | None:
-        what = missing(kind, value, settings.sysroot, settings.ld_library_path)
+        # A value may name a path on a stale network mount: its stat would wait as long as the mount does.
+        try:
+            what = with_deadline(
+                lambda: missing(kind, value, settings.sysroot, settings.ld_library_path), NAMED_SECONDS
+            )
+        except Deadline:
+            return f"names {value}, whose file system did not answer within {NAMED_SECONDS:g} s", None
         return None if what is None else (what, present(kind, settings.sysroot))
 
     for problem in problems(settings.environ or {}, here, in_job=in_job, release=release):

@@ -35,7 +35,7 @@ MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address")
 # What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
 LAUNCHER_READER = "jax (launchers)"  # the reader of jax's launcher detection (ranks, counts: per process)
 LAUNCHER_SOURCES = "/jax/_src/clusters/"  # where jax reads its launchers' variables, by any mechanism
-FLOW_KINDS = ("library", "file", "file-created", "directory", "directory-created", "host")
+FLOW_KINDS = ("library", "file", "file-created", "directory", "directory-created", "host", "interfaces")
 Severity = Literal["error", "warning", "info"]
 # An XLA flag as XLA's parser takes it: --name or --name=value (tensorflow/tsl's command-line flags).
 _XLA_FLAG = re.compile(r"--[A-Za-z0-9_]+(=.*)?")

@@ -403,6 +403,25 @@ def test_a_value_its_call_can_use_is_quiet(
     ]
 
 
+def test_a_value_on_a_file_system_that_does_not_answer_is_named_in_time(
+    tmp_path: Path, build: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value naming a path on a stale network mount: the look-up waits as the mount does (here, a look-up that
+    sleeps stands in for it); the doctor names the value after its deadline instead of waiting."""
+    import time
+
+    from jax_rocm7_plugin._doctor.invariants import NAMED_SECONDS
+    from jax_rocm7_plugin._machine import named_things
+
+    monkeypatch.setattr(named_things, "missing", lambda *arguments: time.sleep(60))
+    started = time.monotonic()
+    report = _diagnose(WITH_FOLDERS.but(environ={"AMD_LOG_LEVEL_FILE": "/nfs/stale/hip.log"}), tmp_path, build,
+                       monkeypatch)  # fmt: skip
+    assert time.monotonic() - started < NAMED_SECONDS + 15
+    (finding,) = [f for f in report.findings if f.id == "environment-variable-invalid"]
+    assert f"did not answer within {NAMED_SECONDS:g} s" in finding.summary
+
+
 # --- The kernel supports this GPU --------------------------------------------------------------------------------
 
 STRIX = Host(

@@ -235,6 +235,10 @@ def test_the_committed_table_is_whole_and_cites_the_pinned_commits() -> None:
     flows = [v for v in table["variables"] if "flow" in v]
     assert len(flows) >= 8 and all(v["rule"] == "read" and v["flow"]["call"] in table["sinks"] for v in flows)
     assert stack_variables.coverage()["judged_by_call"] >= 6  # whole values (and suffixed files) are judged
+    # Where the tracker reaches a variable the curated table types by hand, it derives the same kind.
+    curated = {v.name: v.machine for v in stack_variables.curated() if v.machine}
+    derived = {v["name"]: v["flow"]["machine"] for v in flows if v["name"] in curated}
+    assert derived == {"NCCL_SOCKET_IFNAME": "interfaces"} and all(curated[n] == m for n, m in derived.items())
 
 
 def test_the_committed_table_is_what_the_sources_give(request: pytest.FixtureRequest) -> None:
