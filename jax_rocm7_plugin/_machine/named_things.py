@@ -42,6 +42,8 @@ def missing(kind: str, value: str, sysroot: Path, ld_library_path: tuple[str, ..
         return _creatable_missing(kind, text, sysroot)
     if kind == "host":
         return _host_missing(text, sysroot)
+    if kind == "gid-index":
+        return _gid_missing(text, host_path(sysroot, INFINIBAND_CLASS))
     if kind in ("directory", "file"):
         if not text.startswith("/"):
             return None  # relative: the grammar check names it
@@ -172,3 +174,39 @@ def _host_missing(text: str, sysroot: Path) -> str | None:
         )
     except (Deadline, OSError, UnicodeError):
         return None
+
+
+MAX_RDMA_PORTS = 64
+
+
+def _gid_missing(text: str, folder: Path) -> str | None:
+    """A GID index (RCCL's NCCL_IB_GID_INDEX; negative: RCCL searches one itself) that some active RDMA port holds: a
+    port's gids/<index> in sysfs, not all zeros (an unused entry). Where this machine has no active RDMA port, RCCL
+    does not use the index: nothing to judge."""
+    try:
+        index = int(text, 0)
+        devices = sorted(os.listdir(folder))
+    except (ValueError, OSError):
+        return None
+    if index < 0:
+        return None
+    active, held = [], []
+    for device in devices:
+        try:
+            ports = sorted(os.listdir(folder / device / "ports"))
+        except OSError:
+            continue
+        for port in ports[:MAX_RDMA_PORTS]:
+            where = folder / device / "ports" / port
+            try:
+                if "ACTIVE" not in (where / "state").read_text(encoding="ascii", errors="replace")[:64]:
+                    continue
+                active.append(f"{device} port {port}")
+                gid = (where / "gids" / str(index)).read_text(encoding="ascii", errors="replace")[:64].strip()
+            except OSError:
+                continue
+            if gid.strip("0:"):
+                held.append(f"{device} port {port}")
+    if not active or held:
+        return None
+    return f"names GID index {index}, which no active RDMA port here holds ({', '.join(active)}: no such GID, or zeros)"

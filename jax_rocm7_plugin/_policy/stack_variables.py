@@ -31,7 +31,7 @@ Kind = Literal[
 ]  # fmt: skip
 KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
-MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address")
+MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address", "gid-index")
 # What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
 LAUNCHER_READER = "jax (launchers)"  # the reader of jax's launcher detection (ranks, counts: per process)
 LAUNCHER_SOURCES = "/jax/_src/clusters/"  # where jax reads its launchers' variables, by any mechanism
@@ -289,7 +289,8 @@ def _check(
         if absent is not None:
             what, here = absent
             severity = variable.malformed_severity
-            if severity == "error" and variable.machine in ("interfaces", "rdma-devices", "address") and not in_job:
+            between = ("interfaces", "rdma-devices", "address", "gid-index")
+            if severity == "error" and variable.machine in between and not in_job:
                 severity = "warning"  # one process alone starts no transport between processes
             return Problem(variable, value, what, variable.malformed, severity, here)
     return None

@@ -267,6 +267,8 @@ NETWORKED = MI300X.but(
         "/sys/class/net/eth0/operstate": "up\n",
         "/sys/class/net/lo/operstate": "unknown\n",
         "/sys/class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n",
+        "/sys/class/infiniband/mlx5_0/ports/1/gids/0": "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d\n",
+        "/sys/class/infiniband/mlx5_0/ports/1/gids/3": "0000:0000:0000:0000:0000:0000:0000:0000\n",
     }
 )
 
@@ -282,6 +284,8 @@ CURATED_MISREADS = [
     ("ROCPROFILER_QUEUE_INTERPOSITION", "", "error", None),  # rocprofiler's empty boolean ends the process
     ("NCCL_SOCKET_IFNAME", "ib9", "warning", "eth0"),  # no such interface (an error in a job): the ones here
     ("NCCL_IB_HCA", "mlx5_0:2", "warning", "mlx5_0"),  # the device has port 1 only: the devices here
+    ("NCCL_IB_GID_INDEX", "3", "warning", None),  # the port's GID 3 is zeros (unused): RCCL would take it as is
+    ("NCCL_IB_GID_INDEX", "7", "warning", None),  # the port has no GID 7
 ]
 # Values misread, judged only by a rule of the table generated from the readers' sources
 # (stack_variables_generated.json): none of these names is curated (test_generated_rows_are_judged_by_generated_rules).
@@ -348,6 +352,8 @@ def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was
         ("NCCL_IB_HCA", "=mlx5_0:1"),
         ("HSA_ENABLE_SDMA", "0"),
         ("OFI_NCCL_PROTOCOL", "rdma"),  # strcasecmp
+        ("NCCL_IB_GID_INDEX", "0"),  # the active port's link-local GID
+        ("NCCL_IB_GID_INDEX", "-1"),  # RCCL's own search
         ("OFI_NCCL_USE_IPV6_TCP", "1"),  # a number, for both plugins
     ],
 )
