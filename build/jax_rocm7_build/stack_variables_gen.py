@@ -258,15 +258,16 @@ _PY_ENVIRON = re.compile(
 _PY_CONSTANT = re.compile(r"^_?\w+\s*=\s*(['\"])([A-Z][A-Z0-9_]{2,})\1\s*$", re.M)
 
 
-def _call_arguments(text: str, start: int) -> str:
-    """The text of a call's arguments from the opening parenthesis at or after `start` (balanced)."""
+def call_arguments(text: str, start: int, limit: int = 4000) -> str:
+    """The text of a call's arguments from the opening parenthesis at or after `start` (balanced, at most `limit`
+    characters)."""
     opening = text.find("(", start)
     depth = 0
-    for index in range(opening, min(len(text), opening + 4000)):
+    for index in range(opening, min(len(text), opening + limit)):
         depth += {"(": 1, ")": -1}.get(text[index], 0)
         if depth == 0:
             return text[opening + 1 : index]
-    return text[opening + 1 : opening + 4000]
+    return text[opening + 1 : opening + limit]
 
 
 def jax_state(text: str) -> Iterator[Read]:
@@ -275,7 +276,7 @@ def jax_state(text: str) -> Iterator[Read]:
         kind, name = match.group(1), match.group(3)
         if text[max(0, match.start() - 4) : match.start()].endswith("def "):
             continue
-        arguments = _call_arguments(text, match.start())
+        arguments = call_arguments(text, match.start())
         default = re.search(r"\bdefault\s*=\s*([^,\n]+)", arguments)
         default_text = default.group(1).strip() if default else None
         if kind == "optional_bool_state" and default_text in (None, "None"):

@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
+from jax_rocm7_build.stack_variables_gen import call_arguments
+
 Shape = Literal["whole", "suffixed", "element"]
 HOPS = 4
 LOCAL_LINES = 80
@@ -48,16 +50,6 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _arguments(text: str, opening: int) -> str:
-    """The text between the parenthesis at `opening` and its match (at most 300 characters)."""
-    depth = 0
-    for index in range(opening, min(len(text), opening + 300)):
-        depth += {"(": 1, ")": -1}.get(text[index], 0)
-        if depth == 0:
-            return text[opening + 1 : index]
-    return text[opening + 1 : opening + 300]
-
-
 def _sink_kind(call: str, arguments: str, sinks: Mapping[str, Mapping[str, str]]) -> str | None:
     """The machine kind a call needs its argument to name; fopen and open by their mode."""
     spec = sinks.get(call)
@@ -73,7 +65,7 @@ def _sinks_in(text: str, start: int, end: int, use: re.Pattern[str], sinks: Mapp
     names = "|".join(sorted((re.escape(c) for c in sinks), key=len, reverse=True))
     for match in re.finditer(r"\b(" + names + r")\s*(\(|\s+" + _IDENT + r"\s*[({])", text[start:end]):
         opening = start + match.end() - 1
-        arguments = _arguments(text, opening) if text[opening] == "(" else _arguments_brace(text, opening)
+        arguments = call_arguments(text, opening, 300) if text[opening] == "(" else _arguments_brace(text, opening)
         if use.search(arguments):
             kind = _sink_kind(match.group(1), arguments, sinks)
             if kind is not None:
