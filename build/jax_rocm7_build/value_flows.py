@@ -15,7 +15,7 @@ it keeps its folder), or "element" (a part of it: a split, a parse, a loop over 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Literal, NamedTuple
 
 from jax_rocm7_build.stack_variables_gen import call_arguments
@@ -60,7 +60,9 @@ def _sink_kind(call: str, arguments: str, sinks: Mapping[str, Mapping[str, str]]
     return spec["machine"]
 
 
-def _sinks_in(text: str, start: int, end: int, use: re.Pattern[str], sinks: Mapping[str, Mapping[str, str]]):  # type: ignore[no-untyped-def]
+def _sinks_in(
+    text: str, start: int, end: int, use: re.Pattern[str], sinks: Mapping[str, Mapping[str, str]]
+) -> Iterator[tuple[str, str, int]]:
     """(call, kind, offset) of each sink call in text[start:end] whose arguments hold a use of the carrier."""
     names = "|".join(sorted((re.escape(c) for c in sinks), key=len, reverse=True))
     for match in re.finditer(r"\b(" + names + r")\s*(\(|\s+" + _IDENT + r"\s*[({])", text[start:end]):
@@ -105,7 +107,9 @@ def _derived(statement_rhs: str, use: re.Pattern[str], keeps: frozenset[str]) ->
     return "element"
 
 
-def _assignments(text: str, start: int, end: int, use: re.Pattern[str], keeps: frozenset[str]):  # type: ignore[no-untyped-def]
+def _assignments(
+    text: str, start: int, end: int, use: re.Pattern[str], keeps: frozenset[str]
+) -> Iterator[tuple[str, Shape, int]]:
     """(target, shape, offset) for each statement in text[start:end] that stores a use of the carrier in a name:
     `x = ...`, `T x = ...`, `T x(...)`, `for (auto& x : ...)`, `for x in ...:`."""
     body = text[start:end]

@@ -114,7 +114,7 @@ def _dpkg(root: Path, policy: ManifestPolicy, budget: _Budget) -> list[ManifestC
         names = sorted(n for n in os.listdir(folder) if n.endswith(".md5sums"))
     except (OSError, ValueError):
         return []
-    checks = []
+    checks: list[ManifestCheck] = []
     for name in names:
         package = name.removesuffix(".md5sums").split(":")[0]
         if not package.startswith(policy.system_prefixes) or len(checks) >= MAX_PACKAGES:
@@ -222,23 +222,31 @@ def _rpm(root: Path, policy: ManifestPolicy, budget: _Budget) -> list[ManifestCh
 def _rpm_check(
     root: Path, tags: dict[int, tuple[int, object]], policy: ManifestPolicy, budget: _Budget
 ) -> ManifestCheck | None:
-    def get(tag: int, default: object = ()) -> object:
-        return tags.get(tag, (0, default))[1]
+    def strings(tag: int) -> tuple[str, ...]:
+        value = tags.get(tag, (0, ()))[1]
+        return value if isinstance(value, tuple) and all(isinstance(v, str) for v in value) else ()
 
-    name = get(_NAME, None)
-    if not isinstance(name, str):
+    def numbers(tag: int) -> tuple[int, ...]:
+        value = tags.get(tag, (0, ()))[1]
+        return value if isinstance(value, tuple) and all(isinstance(v, int) for v in value) else ()
+
+    def text(tag: int) -> str | None:
+        value = tags.get(tag, (0, None))[1]
+        return value if isinstance(value, str) else None
+
+    name = text(_NAME)
+    if name is None:
         return None
-    version = f"{get(_VERSION, '')}-{get(_RELEASE, '')}".strip("-") or None
-    basenames, dirnames, indexes = get(_BASENAMES), get(_DIRNAMES), get(_DIRINDEXES)
-    digests, modes, flags, states = get(_FILEDIGESTS), get(_FILEMODES), get(_FILEFLAGS), get(_FILESTATES)
-    sizes = get(_LONGFILESIZES) or get(_FILESIZES)
-    algorithm = _DIGESTS.get(next(iter(get(_FILEDIGESTALGO, (1,))), 1))  # type: ignore[call-overload]
+    version = f"{text(_VERSION) or ''}-{text(_RELEASE) or ''}".strip("-") or None
+    basenames, dirnames, digests = strings(_BASENAMES), strings(_DIRNAMES), strings(_FILEDIGESTS)
+    indexes, modes, flags, states = numbers(_DIRINDEXES), numbers(_FILEMODES), numbers(_FILEFLAGS), numbers(_FILESTATES)
+    sizes = numbers(_LONGFILESIZES) or numbers(_FILESIZES)
+    algorithm = _DIGESTS.get((numbers(_FILEDIGESTALGO) or (1,))[0])
     missing, changed, checked = [], [], 0
-    for index, base in enumerate(basenames):  # type: ignore[arg-type]
-        mode = modes[index] & 0xFFFF  # type: ignore[index]
-        if not stat.S_ISREG(mode) or flags[index] & (_CONFIG | _GHOST) or (states and states[index] != 0):  # type: ignore[index]
+    for index, base in enumerate(basenames):
+        if not stat.S_ISREG(modes[index] & 0xFFFF) or flags[index] & (_CONFIG | _GHOST) or (states and states[index]):
             continue  # a folder or a link; a file an administrator edits; one rpm did not install (nodocs, a language)
-        shown = dirnames[indexes[index]] + base  # type: ignore[index]
+        shown = dirnames[indexes[index]] + base
         checked += 1
         path = host_path(root, shown)
         try:
@@ -246,11 +254,11 @@ def _rpm_check(
         except OSError:
             missing.append(shown)
             continue
-        if size != sizes[index]:  # type: ignore[index]
+        if size != sizes[index]:
             changed.append(shown)
         elif algorithm and size <= policy.hash_max_bytes and budget.take(size):
             found = _digest(path, algorithm)
-            if found is not None and found.hex() != digests[index]:  # type: ignore[index]
+            if found is not None and found.hex() != digests[index]:
                 changed.append(shown)
     return ManifestCheck("rpm", name, version, tuple(missing), tuple(changed), checked)
 
