@@ -673,8 +673,8 @@ def kernel_config_unseen(
 
     where = f"the configuration is at {found_at}" if found_at else "no copy of it is readable here"
     summary = (
-        f"{reader} reads the kernel's configuration only from {path} ({asked}), which is not there or not readable "
-        f"({where}): it takes {' and '.join(options)} for missing, and {effect}"
+        f"{reader} (the releases that read the kernel's configuration only from {path}) looks there ({asked}), and "
+        f"it is not there or not readable ({where}): it takes {' and '.join(options)} for missing, and {effect}"
     )
     if found_at and found_at.endswith(".gz"):
         fix = (
