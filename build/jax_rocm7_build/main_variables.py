@@ -86,12 +86,18 @@ def _type_by_flow(
             continue
         first = reached[0]
         reader = by_reader[key[1]]
+        used_at = f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{first.path}#L{first.line}"
+        if first.rule is not None:  # a parsing call: the read is judged by its rule where the whole value reaches it
+            if first.shape == "whole":
+                entry["rule"] = first.rule
+                entry["flow"] = {"call": first.call, "shape": first.shape, "used_at": used_at}
+            continue
         created = first.machine != sources["sinks"][first.call]["machine"]
         entry["flow"] = {
             "call": f"{first.call} (creating)" if created else first.call,
             "machine": first.machine,
             "shape": first.shape,
-            "used_at": f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{first.path}#L{first.line}",
+            "used_at": used_at,
         }
 
 
@@ -173,7 +179,9 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
         "rules": rules,
         "xla_flags": xla_flags,
         "sinks": {
-            call: {"machine": spec["machine"], "effect": spec["effect"]} for call, spec in sources["sinks"].items()
+            call: {"machine": spec["machine"], "effect": spec["effect"]}
+            for call, spec in sources["sinks"].items()
+            if "machine" in spec
         }
         | {
             f"{call} (creating)": {"machine": spec["created"], "effect": spec["effect"]}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from jax_rocm7_build.stack_variables_gen import call_arguments
 
@@ -29,10 +29,11 @@ _ORDER: dict[str, int] = {"whole": 0, "suffixed": 1, "element": 2}
 
 class Flow(NamedTuple):
     call: str  # a key of the sinks table
-    machine: str  # what the call needs the value to name (a machine kind of stack_variables.py)
+    machine: str | None  # what the call needs the value to name (a machine kind of stack_variables.py)
     shape: Shape
     path: str
     line: int
+    rule: str | None = None  # or how the call parses it (a rule of stack_sources.json: atoi, strcmp against "0")
 
 
 class _Carrier(NamedTuple):
@@ -50,19 +51,28 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _sink_kind(call: str, arguments: str, sinks: Mapping[str, Mapping[str, str]]) -> str | None:
-    """The machine kind a call needs its argument to name; fopen and open by their mode."""
+Sink = tuple[str | None, str | None]  # (machine kind, parsing rule): one of the two
+
+
+def _sink_kind(call: str, arguments: str, sinks: Mapping[str, Mapping[str, Any]]) -> Sink | None:
+    """What a call makes of its argument: the machine kind it needs it to name (fopen and open by their mode), or
+    the rule it parses it by (strtol by its base, strcmp by the literal it compares with); None: nothing known."""
     spec = sinks.get(call)
     if spec is None:
         return None
-    if "created_when" in spec and re.search(spec["created_when"], arguments):
-        return spec["created"]
-    return spec["machine"]
+    if "machine" in spec:
+        if "created_when" in spec and re.search(spec["created_when"], arguments):
+            return spec["created"], None
+        return spec["machine"], None
+    for pattern, rule in spec.get("rule_when", {}).items():
+        if re.search(pattern, arguments):
+            return None, rule
+    return (None, spec["rule"]) if "rule" in spec else None
 
 
 def _sinks_in(
-    text: str, start: int, end: int, use: re.Pattern[str], sinks: Mapping[str, Mapping[str, str]]
-) -> Iterator[tuple[str, str, int]]:
+    text: str, start: int, end: int, use: re.Pattern[str], sinks: Mapping[str, Mapping[str, Any]]
+) -> Iterator[tuple[str, Sink, int]]:
     """(call, kind, offset) of each sink call in text[start:end] whose arguments hold a use of the carrier."""
     names = "|".join(sorted((re.escape(c) for c in sinks), key=len, reverse=True))
     for match in re.finditer(r"\b(" + names + r")\s*(\(|\s+" + _IDENT + r"\s*[({])", text[start:end]):
@@ -176,7 +186,7 @@ def flows(
     path: str,
     line: int,
     texts: Mapping[str, str],
-    sinks: Mapping[str, Mapping[str, str]],
+    sinks: Mapping[str, Mapping[str, Any]],
     keeps: frozenset[str] = frozenset(),
     *,
     flag: bool,
@@ -196,7 +206,7 @@ def flows(
     queue: list[tuple[_Carrier, int]] = []
     # The read itself, where its call sits inside a sink's arguments.
     for call, kind, offset in _sinks_in(text, read_at, statement_end, named, sinks):
-        found.append(Flow(call, kind, "whole", path, _line_of(text, offset)))
+        found.append(Flow(call, kind[0], "whole", path, _line_of(text, offset), kind[1]))
     for target, shape, _ in _assignments(text, read_at, statement_end, named, keeps):
         queue.append((_Carrier(r"\b" + re.escape(target) + r"\b", path if _is_local(target) else None, line, shape), 0))
         if not _is_local(target) and (getter := _accessor(text, target)) is not None:
@@ -228,8 +238,19 @@ def flows(
             for target, shape, _ in assigned:
                 if carrier.path is not None and use.fullmatch(target):
                     kept = _worse(kept, shape)
+            # A value also compared with words (`var == "MAX"`) means more than the number a parse reads from it.
+            worded = re.search(
+                r"(?:"
+                + carrier.pattern
+                + r")\s*[!=]=\s*\"[^\"0-9]|strcmp\(\s*(?:"
+                + carrier.pattern
+                + r")[^,;]*,\s*\"[^\"0-9]",
+                body[start:end],
+            )
             for call, kind, offset in _sinks_in(body, start, end, use, sinks):
-                found.append(Flow(call, kind, kept, where, _line_of(body, offset)))
+                if kind[1] is not None and worded:
+                    continue
+                found.append(Flow(call, kind[0], kept, where, _line_of(body, offset), kind[1]))
             for returned in re.finditer(r"\breturn\s+(" + carrier.pattern + r")\s*;", body[start:end]):
                 getter = _enclosing_function(body, start + returned.start())
                 if getter is not None:

@@ -245,7 +245,7 @@ def variable_findings(settings: Settings, release: str | None = None) -> list[Fi
         if variable.rule_source is not None:
             evidence += (f"how {variable.reader} parses it: {variable.rule_source}",)
         if variable.used_at is not None:
-            evidence += (f"where {variable.reader} hands it to that call: {variable.used_at}",)
+            evidence += (f"where {variable.reader} hands it to the call that decides: {variable.used_at}",)
         remedy = Remedy(environment=((variable.name, problem.corrected),))
         found.append(catalog.stack_variable_invalid(problem.severity, summary, fix, evidence, remedy))
     return found

@@ -131,6 +131,7 @@ def _generated_variable(raw: dict[str, Any]) -> StackVariable:
         source=raw["source"],
         rule_source=rule.get("source"),
         default=raw.get("default"),
+        used_at=raw.get("flow", {}).get("used_at"),  # a rule found from the parsing call the value reaches
     )
 
 

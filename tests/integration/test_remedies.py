@@ -299,6 +299,10 @@ GENERATED_MISREADS = [
     ("OFI_NCCL_USE_IPV6_TCP", "yes", "error", None),  # aws-ofi-nccl's bool: the plugin does not start
     ("OFI_NCCL_CQ_SIZE", "12k", "error", None),  # aws-ofi-nccl's number: likewise
     ("OFI_NCCL_PROTOCOL", "rdmaa", "error", None),  # aws-ofi-nccl's enum (SENDRECV, RDMA in any case)
+    # Typed by the parsing call their value reaches (value_flows: strcmp against "0", sscanf, atoi).
+    ("HSA_DISABLE_CACHE", "false", "warning", "0"),  # libhsakmt: strcmp(value, "0"): "false" disables the cache
+    ("HSA_SVM_GUARD_PAGES", "two", "warning", None),  # sscanf("%u") fails: its default stays
+    ("HSA_ZFB", "on", "warning", None),  # atoi: 0
 ]
 
 
@@ -354,6 +358,9 @@ def test_a_value_its_reader_misreads_is_named_with_the_value_that_keeps_what_was
         ("OFI_NCCL_PROTOCOL", "rdma"),  # strcasecmp
         ("NCCL_IB_GID_INDEX", "0"),  # the active port's link-local GID
         ("NCCL_IB_GID_INDEX", "-1"),  # RCCL's own search
+        ("HSA_DISABLE_CACHE", "1"),  # strcmp against "0": on
+        ("TENSILE_DB", "0x8000"),  # strtol in base 0: hex is a number
+        ("HSA_ASYNCEVENTS_THREAD_PRIORITY", "MAX"),  # a word ROCr compares before its strtol
         ("OFI_NCCL_USE_IPV6_TCP", "1"),  # a number, for both plugins
     ],
 )

@@ -232,8 +232,10 @@ def test_the_committed_table_is_whole_and_cites_the_pinned_commits() -> None:
     assert {"ROCr", "HIP", "comgr", "rocprofiler-sdk", "rocprofiler-register", "RCCL", "rocBLAS", "hipBLASLt",
             "MIOpen", "jax", "jax (launchers)", "aws-ofi-rccl", "aws-ofi-nccl"} <= readers  # fmt: skip
     assert stack_variables.coverage()["judged"] >= 500  # the doctor loads every rule it names
-    flows = [v for v in table["variables"] if "flow" in v]
+    flows = [v for v in table["variables"] if "flow" in v and "machine" in v["flow"]]
     assert len(flows) >= 8 and all(v["rule"] == "read" and v["flow"]["call"] in table["sinks"] for v in flows)
+    parsed = [v for v in table["variables"] if "flow" in v and "machine" not in v["flow"]]
+    assert len(parsed) >= 40 and all(v["rule"].startswith("flow-") for v in parsed)  # typed by a parsing call
     assert stack_variables.coverage()["judged_by_call"] >= 6  # whole values (and suffixed files) are judged
     # Where the tracker reaches a variable the curated table types by hand, it derives the same kind.
     curated = {v.name: v.machine for v in stack_variables.curated() if v.machine}

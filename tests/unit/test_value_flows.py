@@ -77,4 +77,34 @@ def test_a_global_flag_and_a_split_list() -> None:
 def test_python_reads_and_a_value_used_for_nothing() -> None:
     text = "def f():\n  hostname = os.getenv('X_HOST')\n  ip = socket.gethostbyname(hostname)\n"
     assert reached("X_HOST", {"a.py": text}, path="a.py") == [("gethostbyname", "host", "whole")]
-    assert reached("X_LEVEL", {"a.c": 'int f() {\n  const char* v = getenv("X_LEVEL");\n  return atoi(v);\n}\n'}) == []
+    assert reached("X_NOTE", {"a.c": 'int f() {\n  const char* v = getenv("X_NOTE");\n  log("%s", v);\n}\n'}) == []
+
+
+def rules(name: str, text: str) -> list[tuple[str, str | None]]:
+    line = next(i for i, row in enumerate(text.split("\n"), 1) if name in row)
+    return [(f.call, f.rule) for f in flows(name, "a.c", line, {"a.c": text}, SINKS, KEEPS, flag=False)]
+
+
+def test_a_parsing_call_gives_the_rule_it_reads_the_value_by() -> None:
+    zero = 'void f() {\n  flag = getenv("X_FLAG");\n  on = (flag && strcmp(flag, "0"));\n}\n'
+    assert rules("X_FLAG", zero) == [("strcmp", "flow-only-0")]
+    one = 'void f() {\n  char* env = getenv("X_ONE");\n  if (env == NULL || strcmp(env, "1") != 0) warn();\n}\n'
+    assert rules("X_ONE", one) == [("strcmp", "flow-only-1")]
+    decimal = 'void f() {\n  var = GetEnvVar("X_SIZE");\n  size = strtoul(var.c_str(), &end, 10);\n}\n'
+    assert rules("X_SIZE", decimal) == [("strtoul", "flow-strtol-10")]
+    any_base = 'void f() {\n  const char* d = std::getenv("X_DB");\n  if(d) m = strtol(d, nullptr, 0);\n}\n'
+    assert rules("X_DB", any_base) == [("strtol", "flow-strtol")]
+    counted = 'void f() {\n  s = getenv("X_PAGES");\n  if (!s || sscanf(s, "%u", &n) != 1) n = 1;\n}\n'
+    assert rules("X_PAGES", counted) == [("sscanf", "flow-sscanf")]
+    assert rules("X_LEVEL", 'int f() {\n  const char* v = getenv("X_LEVEL");\n  return v ? atoi(v) : 1;\n}\n') == [
+        ("atoi", "flow-atoi")
+    ]
+
+
+def test_a_value_also_compared_with_words_is_not_typed_by_its_parse() -> None:
+    """ROCr's thread priority: MAX and HIGH are words it takes before strtol reads a number."""
+    text = (
+        'void f() {\n  var = GetEnvVar("X_PRIORITY");\n  if (var == "MAX") p = 99;\n'
+        '  else if (var != "") p = strtol(var.c_str(), &end, 10);\n}\n'
+    )
+    assert rules("X_PRIORITY", text) == []
