@@ -65,6 +65,32 @@ def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[
     return texts
 
 
+def _defaults_by_release(
+    found: dict[tuple[str, str], dict[str, Any]], sources: dict[str, Any], folder: Path, exclude: re.Pattern[str]
+) -> None:
+    """Each read's default at the reader's earlier releases (`releases`: release -> commit), kept where one differs
+    from the pinned commit's: the default a machine of that release runs with where the variable is unset."""
+    from jax_rocm7_build.progress import BuildError
+    from jax_rocm7_build.stack_variables_gen import MECHANISMS
+
+    for reader in sources["readers"]:
+        for release, commit in reader.get("releases", {}).items():
+            git_dir = snapshots.git_dir(folder, reader["repo"])
+            try:
+                snapshots.git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
+            except BuildError:
+                raise BuildError(f"{reader['repo']}: {release}'s commit {commit} is not in {git_dir}") from None
+            seen: dict[str, str] = {}
+            for text in _files(git_dir, commit, reader["paths"], exclude).values():
+                for mechanism in reader["mechanisms"]:
+                    for read in MECHANISMS[mechanism](text):
+                        if read.default is not None:
+                            seen.setdefault(read.name, read.default[:80])
+            for (name, who), entry in found.items():
+                if who == reader["reader"] and name in seen and seen[name] != entry.get("default"):
+                    entry.setdefault("defaults", {})[release] = seen[name]
+
+
 def _type_by_flow(
     found: dict[tuple[str, str], dict[str, Any]],
     sites: dict[tuple[str, str], tuple[str, int, bool]],
@@ -152,6 +178,7 @@ def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
                         found[key] = entry
                         sites[key] = (path, read.line, mechanism in FLAG_MECHANISMS)
     _type_by_flow(found, sites, reader_texts, sources, {r["reader"]: r for r in sources["readers"]})
+    _defaults_by_release(found, sources, folder, exclude)
     from jax_rocm7_build.stack_variables_gen import xla_flag_names
 
     xla_flags = {}

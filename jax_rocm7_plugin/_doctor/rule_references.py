@@ -130,11 +130,15 @@ def _config_where_read(facts: Mapping[str, Any]) -> list[Finding]:
     machine = facts["checked"].facts.machine
     if kernel is None or not kernel.release or machine is None or not machine.usable_gpus:
         return []
+    from jax_rocm7_plugin._pipeline import rocm_install
+
     environ = facts["settings"].environ or {}
+    install = rocm_install(facts["checked"].facts)
+    rocm = install.version if install is not None else None  # the release whose default runs where it is unset
     found = []
     for reader in kernel_config_readers():
         value = read(reader.asked_by, environ)
-        effective = value if value is not None else default_of(reader.asked_by, reader.reader)
+        effective = value if value is not None else default_of(reader.asked_by, reader.reader, rocm)
         try:
             if effective is None or int(effective.strip(), 0) == 0:
                 continue

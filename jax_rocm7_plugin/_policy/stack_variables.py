@@ -147,9 +147,19 @@ def _judged_flow(raw: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def default_of(name: str, reader: str) -> str | None:
-    """The default `reader` takes for `name` where it is unset, as its source writes it (None: not in the table)."""
-    return next((raw.get("default") for raw in _generated_by_name().get(name, ()) if raw["reader"] == reader), None)
+def default_of(name: str, reader: str, rocm: str | None = None) -> str | None:
+    """The default `reader` takes for `name` where it is unset, as its source writes it (None: not in the table):
+    the one of the ROCm release `rocm` (by major.minor) where the table read that release and it differs, else the
+    pinned commit's."""
+    for raw in _generated_by_name().get(name, ()):
+        if raw["reader"] != reader:
+            continue
+        wanted = ".".join((rocm or "").split(".")[:2])
+        for release, value in raw.get("defaults", {}).items():
+            if wanted and ".".join(release.split(".")[:2]) == wanted:
+                return str(value)
+        return raw.get("default")
+    return None
 
 
 @cache

@@ -305,3 +305,13 @@ def test_the_committed_package_map_names_the_runtime_and_the_math_libraries() ->
     ]
     assert native_package("libMIOpen.so.1", "", []) == ["amdrocm-dnn"]
     assert native_package("libnothing.so.1", "", []) is None
+
+
+def test_a_default_is_the_one_of_the_rocm_release_where_the_table_read_it() -> None:
+    """RCCL's defaults at its ROCm 6.x tags (build/stack_sources.json "releases"), kept where they differ from the
+    pinned commit's: NCCL_IB_GID_INDEX was GID 0 before RCCL searched one itself (-1)."""
+    assert stack_variables.default_of("NCCL_IB_GID_INDEX", "RCCL", "6.2.4") == "0"
+    assert stack_variables.default_of("NCCL_IB_GID_INDEX", "RCCL", "7.0.2") == "-1"  # no stored 7.x: the pinned one
+    assert stack_variables.default_of("NCCL_IB_GID_INDEX", "RCCL") == "-1"
+    assert stack_variables.default_of("NCCL_DMABUF_ENABLE", "RCCL", "6.0.0") == "0"  # the same in every release
+    assert stack_variables.default_of("NO_SUCH_VARIABLE", "RCCL") is None
