@@ -75,7 +75,13 @@ def _sinks_in(
 ) -> Iterator[tuple[str, Sink, int]]:
     """(call, kind, offset) of each sink call in text[start:end] whose arguments hold a use of the carrier."""
     names = "|".join(sorted((re.escape(c) for c in sinks), key=len, reverse=True))
-    for match in re.finditer(r"\b(" + names + r")\s*(\(|\s+" + _IDENT + r"\s*[({])", text[start:end]):
+    # A free call `f(x)`, a declaration `T v(x)`, a template's `make_unique<T>(x)`; not a method of the same name
+    # (`stream.open(x)` opens for writing where POSIX open(x) without O_CREAT needs the file).
+    pattern = r"(?<![>\w])(" + names + r")\s*(\(|>\s*\(|\s+" + _IDENT + r"\s*[({])"
+    for match in re.finditer(pattern, text[start:end]):
+        before = text[max(0, start + match.start() - 4) : start + match.start()]
+        if match.group(1) == "open" and before.endswith(".") and not before.endswith("os."):
+            continue  # a stream's open method, not POSIX open (Python's os.open is)
         opening = start + match.end() - 1
         arguments = call_arguments(text, opening, 300) if text[opening] == "(" else _arguments_brace(text, opening)
         if use.search(arguments):
@@ -150,6 +156,11 @@ def _until_reassigned(text: str, start: int, end: int, use: re.Pattern[str]) -> 
     for match in re.finditer(r"(?<![\w.>])(" + _IDENT + r")\s*=(?!=)([^;]*);", text[first_line_end:end]):
         if not use.fullmatch(match.group(1)) or use.search(match.group(2)):
             continue
+        line_start = text.rfind("\n", 0, first_line_end + match.start()) + 1
+        previous = text[text.rfind("\n", 0, max(line_start - 1, 0)) + 1 : line_start].strip()
+        guarded = re.match(r"\s*(?:if|else|for|while)\b", text[line_start : first_line_end + match.start()])
+        if guarded or re.fullmatch(r"(?:(?:else\s+)?if|for|while)\s*\(.*\)|else", previous):
+            continue  # a conditional statement without braces (`if(!x) x = other;`): either value may follow
         depth, lowest = 0, 0
         for char in text[first_line_end : first_line_end + match.start()]:
             depth += {"{": 1, "}": -1}.get(char, 0)
@@ -157,6 +168,29 @@ def _until_reassigned(text: str, start: int, end: int, use: re.Pattern[str]) -> 
         if lowest == 0 and depth == 0:
             return first_line_end + match.start()
     return end
+
+
+def _helper_carriers(helper: str, texts: Mapping[str, str]) -> list[_Carrier]:
+    """Where `helper`'s definition takes the variable's name as a parameter and reads the environment with it: the
+    local that holds the value, followed in the helper's file from that line."""
+    found = []
+    definition = re.compile(
+        r"\b"
+        + re.escape(helper)
+        + r"\s*\(\s*(?:const\s+)?(?:char\s*(?:const\s*)?\*|std::string\s*&?)\s*("
+        + _IDENT
+        + r")\s*[,)]"
+    )
+    for path, text in texts.items():
+        for match in definition.finditer(text):
+            body = text[match.end() : match.end() + 2000]
+            read = re.search(
+                r"(" + _IDENT + r")\s*=\s*[\w:]*(?:getenv|read_env|GetEnvVar)\s*\(\s*" + match.group(1) + r"\b", body
+            )
+            if read is not None:
+                line = _line_of(text, match.end() + read.start())
+                found.append(_Carrier(r"\b" + re.escape(read.group(1)) + r"\b", path, line, "whole"))
+    return found
 
 
 def _is_local(name: str) -> bool:
@@ -213,6 +247,10 @@ def flows(
             queue.append((_Carrier(r"\b" + re.escape(getter) + r"\s*\(\s*\)", None, 0, shape), 0))
     if re.search(r"\breturn\b", statement) and (getter := _enclosing_function(text, read_at)) is not None:
         queue.append((_Carrier(r"\b" + re.escape(getter) + r"\s*\(\s*\)", None, 0, "whole"), 0))
+    # A helper handed the variable's name (`open_log_stream("NAME")`): its parameter's getenv in its body.
+    helper = re.match(r"\s*(?:[\w:.>*\[\]]+\s*=\s*)?(?:return\s+)?(\w+)\s*\(\s*[\"']" + re.escape(name), statement)
+    if helper is not None:
+        queue.extend((carrier, 0) for carrier in _helper_carriers(helper.group(1), texts))
     if flag:  # HIP's global of the flag's name, or MIOpen's env::value(NAME)
         pattern = r"(?:\benv::value\s*\(\s*)?\b" + re.escape(name) + r"\b(?!\s*,)(?:\s*\))?"
         queue.append((_Carrier(pattern, None, 0, "whole"), 0))

@@ -108,3 +108,24 @@ def test_a_value_also_compared_with_words_is_not_typed_by_its_parse() -> None:
         '  else if (var != "") p = strtol(var.c_str(), &end, 10);\n}\n'
     )
     assert rules("X_PRIORITY", text) == []
+
+
+def test_a_helper_handed_the_name_and_a_braceless_fallback() -> None:
+    """rocBLAS's open_log_stream("NAME"): the helper reads its parameter's variable, falls back to another where it
+    is unset (an `if` without braces, which ends nothing), and opens the file the value names."""
+    helper = (
+        "static auto open_log_stream(const char* variable)\n{\n    const char* logfile;\n"
+        '    logfile = read_env(variable);\n    if(!logfile)\n        logfile = read_env("X_LOG_ALL");\n'
+        "    return logfile ? std::make_unique<log_ostream>(logfile) : nullptr;\n}\n"
+    )
+    caller = 'void init() {\n    trace_os = open_log_stream("X_LOG_TRACE");\n}\n'
+    sinks = {**SINKS, "log_ostream": {"machine": "file-created", "effect": "{reader} opens it"}}
+    line = 2
+    found = flows("X_LOG_TRACE", "b.c", line, {"a.c": helper, "b.c": caller}, sinks, KEEPS, flag=False)
+    assert [(f.call, f.machine, f.shape, f.path) for f in found] == [("log_ostream", "file-created", "whole", "a.c")]
+
+
+def test_a_streams_open_method_is_not_posix_open() -> None:
+    """`log_ofs->open(value)` creates its file (an output stream), where POSIX open(value) without O_CREAT needs it."""
+    text = 'void f() {\n  const char* v = getenv("X_OUT");\n  log_ofs->open(v);\n  out.open(v);\n}\n'
+    assert reached("X_OUT", {"a.c": text}) == []
