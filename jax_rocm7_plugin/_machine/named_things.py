@@ -183,6 +183,8 @@ def _gid_missing(text: str, folder: Path) -> str | None:
     """A GID index (RCCL's NCCL_IB_GID_INDEX; negative: RCCL searches one itself) that some active RDMA port holds: a
     port's gids/<index> in sysfs, not all zeros (an unused entry). Where this machine has no active RDMA port, RCCL
     does not use the index: nothing to judge."""
+    from jax_rocm7_plugin._safe_io import read_attribute
+
     try:
         index = int(text, 0)
         devices = sorted(os.listdir(folder))
@@ -198,12 +200,12 @@ def _gid_missing(text: str, folder: Path) -> str | None:
             continue
         for port in ports[:MAX_RDMA_PORTS]:
             where = folder / device / "ports" / port
-            try:
-                if "ACTIVE" not in (where / "state").read_text(encoding="ascii", errors="replace")[:64]:
+            try:  # sysfs attributes, read once and bounded: a FIFO or a huge file put there does not hold the read
+                if "ACTIVE" not in read_attribute(str(where / "state"), 64):
                     continue
                 active.append(f"{device} port {port}")
-                gid = (where / "gids" / str(index)).read_text(encoding="ascii", errors="replace")[:64].strip()
-            except OSError:
+                gid = read_attribute(str(where / "gids" / str(index)), 64).strip()
+            except (OSError, ValueError):
                 continue
             if gid.strip("0:"):
                 held.append(f"{device} port {port}")

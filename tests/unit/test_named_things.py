@@ -56,3 +56,19 @@ def test_on_the_real_machine_the_resolver_answers(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     assert "does not resolve" in (missing("host", "no-such-host.invalid", Path("/")) or "")
+
+
+def test_a_gid_index_is_one_an_active_port_holds_and_a_fifo_holds_nothing(tmp_path: Path) -> None:
+    import os
+
+    port = tmp_path / "sys/class/infiniband/mlx5_0/ports/1"
+    (port / "gids").mkdir(parents=True)
+    (port / "state").write_text("4: ACTIVE\n")
+    (port / "gids/0").write_text("fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d\n")
+    (port / "gids/3").write_text("0000:0000:0000:0000:0000:0000:0000:0000\n")
+    os.mkfifo(port / "gids/5")  # a FIFO where a GID should be: read once, not waited on
+    assert missing("gid-index", "0", tmp_path) is None
+    assert missing("gid-index", "-1", tmp_path) is None  # RCCL's own search
+    assert "no active RDMA port here holds" in (missing("gid-index", "3", tmp_path) or "")
+    assert "no active RDMA port here holds" in (missing("gid-index", "5", tmp_path) or "")
+    assert missing("gid-index", "3", tmp_path / "elsewhere") is None  # no RDMA device: RCCL does not use it
