@@ -73,6 +73,5 @@ def _moved_to_a_shared_folder(facts: Mapping[str, Any]) -> list[Finding]:
     uid = (machine.identity or read_identity(machine.root)).uid
     first = shared[0]
     fallback = miopen_network_fallback()
-    kind = {"MIOPEN_USER_DB_PATH": "db", "MIOPEN_CUSTOM_CACHE_DIR": "cache"}
-    folders = [(v, f"{first.path.rstrip('/')}/miopen-{uid}/{kind.get(v, v.lower())}") for v in fallback.folders]
+    folders = [(v, f"{first.path.rstrip('/')}/miopen-{uid}/{name}") for v, name in fallback.folders.items()]
     return [catalog.write_dir_shared(first.purpose, first.path, first.named_by, folders, fallback.sources)]

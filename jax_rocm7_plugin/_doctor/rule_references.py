@@ -123,6 +123,7 @@ def _config_where_read(facts: Mapping[str, Any]) -> list[Finding]:
     """A reader's own reference to the kernel's configuration (one path, machine_needs.json) resolves, where the
     variable under which it looks is on at its effective value (set, or the generated table's default)."""
     from jax_rocm7_plugin._environment import read
+    from jax_rocm7_plugin._pipeline import rocm_install
     from jax_rocm7_plugin._policy.machine_needs import kernel_config_readers
     from jax_rocm7_plugin._policy.stack_variables import default_of
 
@@ -130,8 +131,6 @@ def _config_where_read(facts: Mapping[str, Any]) -> list[Finding]:
     machine = facts["checked"].facts.machine
     if kernel is None or not kernel.release or machine is None or not machine.usable_gpus:
         return []
-    from jax_rocm7_plugin._pipeline import rocm_install
-
     environ = facts["settings"].environ or {}
     install = rocm_install(facts["checked"].facts)
     rocm = install.version if install is not None else None  # the release whose default runs where it is unset

@@ -107,9 +107,11 @@ def _library_missing(text: str, sysroot: Path, ld_library_path: tuple[str, ...])
         return None
     import glob
 
-    for folder in glob.glob(str(host_path(sysroot, "/opt/rocm*/lib*"))):
-        if os.path.isfile(os.path.join(folder, text)):
-            return None
+    from jax_rocm7_plugin._machine.rocm_install import library_dirs_of
+
+    trees = [host_path(sysroot, "/opt/rocm"), *map(Path, sorted(glob.glob(str(host_path(sysroot, "/opt/rocm-*")))))]
+    if any((folder / text).is_file() for tree in trees for folder in library_dirs_of(tree)):
+        return None
     return f"names the library {text}, which the loader finds neither on its search path nor in a ROCm install"
 
 
@@ -123,7 +125,6 @@ def _creatable_missing(kind: str, text: str, sysroot: Path) -> str | None:
         if path.is_dir():
             return f"names {text}, which is a folder, not a file"
         parent = path.parent
-
         if not parent.is_dir():
             state = "not a folder" if parent.exists() else "not there"
             return f"names {text}, whose folder {os.path.dirname(text) or '/'} is {state}"
@@ -142,6 +143,10 @@ def _host_missing(text: str, sysroot: Path) -> str | None:
     """An address, a name of the sysroot's /etc/hosts, or (on the real machine only, under a deadline) a name the
     resolver answers. A resolver that does not answer in time tells nothing."""
     import ipaddress
+    import socket
+
+    from jax_rocm7_plugin._machine import text_under
+    from jax_rocm7_plugin._safe_io import Deadline, host_name, with_deadline
 
     name = text.strip("[]")
     try:
@@ -149,22 +154,14 @@ def _host_missing(text: str, sysroot: Path) -> str | None:
         return None
     except ValueError:
         pass
-    from jax_rocm7_plugin._machine import text_under
-
     hosts = text_under(sysroot, "/etc/hosts", 1 << 20) or ""
     for line in hosts.splitlines():
         if name.lower() in (w.lower() for w in line.split("#", 1)[0].split()[1:]):
             return None
-    from jax_rocm7_plugin._safe_io import host_name
-
     if name.lower() == host_name(sysroot).lower():
         return None  # this machine's own name: HOSTNAME as the shell sets it, resolved by the machine's own means
     if sysroot != Path("/"):
         return None  # a synthetic tree has no resolver to ask
-    import socket
-
-    from jax_rocm7_plugin._safe_io import Deadline, with_deadline
-
     try:
         with_deadline(lambda: socket.getaddrinfo(name, None), 2.0)
         return None

@@ -94,7 +94,7 @@ def _wanted(
         if value:
             found.append((purpose, variable, variable, value, None))
             continue
-        moved = _miopen_moved(root, mounts, default, environ) if purpose.startswith("MIOpen") else None
+        moved = _miopen_moved(root, mounts, default, environ) if variable in miopen_network_fallback().folders else None
         if moved is not None:
             temp, fstype = moved
             said = f"default ({variable} unset): {default} is on {fstype}, so MIOpen takes the temporary folder"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -83,14 +84,14 @@ def manifest_policy() -> ManifestPolicy:
 class NetworkFallback(NamedTuple):
     network_types: frozenset[str]  # mountinfo's names of the file systems MIOpen takes for network ones
     temp_variables: tuple[str, ...]  # where std::filesystem::temp_directory_path looks, in order (else /tmp)
-    folders: tuple[str, ...]  # the variables whose unset default MIOpen moves
+    folders: Mapping[str, str]  # the variables whose unset default MIOpen moves -> the fix's folder name for each
     sources: tuple[str, ...]
 
 
 def miopen_network_fallback() -> NetworkFallback:
     data = _data()["miopen_network_fallback"]
     return NetworkFallback(
-        frozenset(data["network_types"]), tuple(data["temp_variables"]), tuple(data["folders"]), tuple(data["sources"])
+        frozenset(data["network_types"]), tuple(data["temp_variables"]), dict(data["folders"]), tuple(data["sources"])
     )
 
 

@@ -32,9 +32,9 @@ Kind = Literal[
 KINDS: tuple[str, ...] = get_args(Kind)
 # What a value names on this machine, checked under the sysroot (curated entries' `machine`).
 MACHINE_KINDS = ("directory", "file", "interfaces", "rdma-devices", "address", "gid-index")
-# What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
 LAUNCHER_READER = "jax (launchers)"  # the reader of jax's launcher detection (ranks, counts: per process)
 LAUNCHER_SOURCES = "/jax/_src/clusters/"  # where jax reads its launchers' variables, by any mechanism
+# What a value must name for the call its reader hands it to (the generated table's flows, _machine/named_things).
 FLOW_KINDS = ("library", "file", "file-created", "directory", "directory-created", "host", "interfaces")
 Severity = Literal["error", "warning", "info"]
 # An XLA flag as XLA's parser takes it: --name or --name=value (tensorflow/tsl's command-line flags).
@@ -101,24 +101,7 @@ def _generated_by_name() -> dict[str, list[dict[str, Any]]]:
 
 def _generated_variable(raw: dict[str, Any]) -> StackVariable:
     rule = _generated_data()["rules"][raw["rule"]]
-    flow = _judged_flow(raw)
-    if flow is not None:
-        effect = _generated_data()["sinks"][flow["call"]]["effect"].format(reader=raw["reader"])
-        return StackVariable(
-            name=raw["name"],
-            reader=raw["reader"],
-            kind=rule["kind"],
-            example=_example(rule["kind"], ()),
-            empty=None,
-            empty_severity="warning",
-            malformed=effect,
-            malformed_severity="warning",
-            values=(),
-            source=raw["source"],
-            machine=flow["machine"],
-            used_at=flow["used_at"],
-        )
-    return StackVariable(
+    variable = StackVariable(
         name=raw["name"],
         reader=raw["reader"],
         kind=rule["kind"],
@@ -133,6 +116,15 @@ def _generated_variable(raw: dict[str, Any]) -> StackVariable:
         default=raw.get("default"),
         used_at=raw.get("flow", {}).get("used_at"),  # a rule found from the parsing call the value reaches
     )
+    flow = _judged_flow(raw)
+    if flow is None:
+        return variable
+    # A read no parser judges, checked by what the call its value reaches needs it to name.
+    effect = _generated_data()["sinks"][flow["call"]]["effect"].format(reader=raw["reader"])
+    return variable._replace(
+        empty=None, empty_severity="warning", malformed=effect, malformed_severity="warning", rule_source=None,
+        default=None, machine=flow["machine"],
+    )  # fmt: skip
 
 
 def _judged_flow(raw: dict[str, Any]) -> dict[str, str] | None:
@@ -151,10 +143,10 @@ def default_of(name: str, reader: str, rocm: str | None = None) -> str | None:
     """The default `reader` takes for `name` where it is unset, as its source writes it (None: not in the table):
     the one of the ROCm release `rocm` (by major.minor) where the table read that release and it differs, else the
     pinned commit's."""
+    wanted = ".".join((rocm or "").split(".")[:2])
     for raw in _generated_by_name().get(name, ()):
         if raw["reader"] != reader:
             continue
-        wanted = ".".join((rocm or "").split(".")[:2])
         for release, value in raw.get("defaults", {}).items():
             if wanted and ".".join(release.split(".")[:2]) == wanted:
                 return str(value)
