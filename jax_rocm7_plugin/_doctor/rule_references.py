@@ -4,7 +4,6 @@ writes in (named by a variable, or its reader's default where unset)."""
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 from jax_rocm7_plugin import _findings as catalog
 from jax_rocm7_plugin._engine import RuleSet
 from jax_rocm7_plugin._findings import Finding
-from jax_rocm7_plugin._machine import host_path
 from jax_rocm7_plugin._machine.identity import read_identity
 from jax_rocm7_plugin._machine.kernel import KernelFacts
 from jax_rocm7_plugin._machine.temp_dir import may_create_in
@@ -23,10 +21,9 @@ from jax_rocm7_plugin._policy.system_packages import reinstall_words
 from jax_rocm7_plugin._policy.versions import pinned
 
 RULES = RuleSet("references")
-MAX_MODULES_LOOKED_AT = 2000
 
 
-@RULES.rule("find", reads=("kernel", "settings"))
+@RULES.rule("find", reads=("kernel",))
 def _module_options(facts: Mapping[str, Any]) -> list[Finding]:
     """An option the kernel ignores: for a loaded module that has no such parameter (a misspelling), or for a module
     that is not loaded while a loaded one has that parameter (the option aimed at the wrong module). An option for a
@@ -35,39 +32,27 @@ def _module_options(facts: Mapping[str, Any]) -> list[Finding]:
     kernel: KernelFacts | None = facts["kernel"]
     if kernel is None or kernel.loaded is None:
         return []
-    root = facts["settings"].sysroot
     stack = stack_modules()
     found = []
     for option in kernel.options:
-        folder = host_path(root, f"/sys/module/{option.module}/parameters")
-        present = option.module in kernel.loaded or os.path.isdir(host_path(root, f"/sys/module/{option.module}"))
-        if present:
+        if option.module in kernel.loaded or option.module in kernel.in_sysfs:
             if option.module not in stack:
                 continue  # another module's parameters may be hidden from sysfs by design
-            shown = kernel.in_effect.get(option.module)
-            if shown and option.parameter not in shown and os.path.isdir(folder):
+            shown = kernel.in_effect.get(option.module)  # listed from its parameters folder
+            if shown and option.parameter not in shown:
                 why = f"{option.module} has no parameter {option.parameter}"
                 found.append(catalog.module_option_ignored(
                     option.module, option.parameter, option.value, option.source, why, None
                 ))  # fmt: skip
             continue
-        instead = _module_with(root, kernel, option.parameter)
+        holders = kernel.parameter_holders.get(option.parameter, ())  # one only: where several have it, none
+        instead = holders[0] if len(holders) == 1 else None
         if instead is not None and instead in stack:
             why = f"the module {option.module} is not loaded ({instead} is, and has {option.parameter})"
             found.append(catalog.module_option_ignored(
                 option.module, option.parameter, option.value, option.source, why, instead
             ))  # fmt: skip
     return found
-
-
-def _module_with(root: Any, kernel: KernelFacts, parameter: str) -> str | None:
-    """The loaded module that has `parameter` (one only: where several have it, none is named)."""
-    having = [
-        module
-        for module in sorted(kernel.loaded or ())[:MAX_MODULES_LOOKED_AT]
-        if os.path.exists(host_path(root, f"/sys/module/{module}/parameters/{parameter}"))
-    ]
-    return having[0] if len(having) == 1 else None
 
 
 @RULES.rule("find", reads=("write-dirs", "checked"))

@@ -47,6 +47,7 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a distribution kernel's configuration is a
 MAX_SMALL_BYTES = 256 * 1024
 MAX_MODPROBE_FILES = 200
 MAX_PARAMETERS = 400
+MAX_MODULES_LOOKED_AT = 2000  # loaded modules searched for a parameter an option aims at a module not loaded
 
 
 class ModuleOption(NamedTuple):
@@ -68,6 +69,10 @@ class KernelFacts(NamedTuple):
     # The copies of the configuration this process can read (of CONFIG_COPIES): a reader that looks in one place
     # only (RCCL: /boot/config-<release>) misses a configuration kept in another.
     readable_copies: tuple[str, ...] = ()
+    # The modules the configuration names that /sys/module shows (loaded, or built in: those /proc/modules omits).
+    in_sysfs: frozenset[str] = frozenset()
+    # For each parameter an option sets on a module /sys/module does not show: the loaded modules that have it.
+    parameter_holders: Mapping[str, tuple[str, ...]] = {}
 
     def option(self, name: str) -> str | None:
         """A configuration option's value ("n" where built out; None where the configuration is not known or does
@@ -88,7 +93,16 @@ def parse_config(text: str) -> dict[str, str]:
     return found
 
 
-def _config(root: Path, release: str | None) -> tuple[dict[str, str] | None, str | None]:
+def _readable_copies(root: Path, release: str | None) -> tuple[str, ...]:
+    """The distributions' copies of the configuration (CONFIG_COPIES) that are regular files this process can read."""
+    if not release or "/" in release:
+        return ()
+    paths = [where.format(release=release) for where in CONFIG_COPIES]
+    return tuple(p for p in paths if os.path.isfile(host_path(root, p)) and os.access(host_path(root, p), os.R_OK))
+
+
+def _config(root: Path, copies: tuple[str, ...]) -> tuple[dict[str, str] | None, str | None]:
+    """/proc/config.gz, else the first of `copies` that reads whole."""
     try:
         packed = read_file(host_path(root, CONFIG_GZ), MAX_CONFIG_BYTES)
         with gzip.GzipFile(fileobj=io.BytesIO(packed)) as stream:
@@ -97,12 +111,10 @@ def _config(root: Path, release: str | None) -> tuple[dict[str, str] | None, str
             return parse_config(text.decode("utf-8", "replace")), CONFIG_GZ
     except (OSError, EOFError, ValueError, zlib.error):
         pass
-    if release and "/" not in release:
-        for where in CONFIG_COPIES:
-            path = where.format(release=release)
-            text = text_under(root, path, MAX_CONFIG_BYTES)
-            if text is not None:
-                return parse_config(text), path
+    for path in copies:
+        text = text_under(root, path, MAX_CONFIG_BYTES)
+        if text is not None:
+            return parse_config(text), path
     return None, None
 
 
@@ -147,7 +159,7 @@ def _parameters(root: Path, modules: Iterable[str]) -> dict[str, dict[str, str]]
     read: dict[str, dict[str, str]] = {}
     count = 0
     for module in dict.fromkeys(modules):
-        if "/" in module or module.startswith("."):
+        if not _plain(module):
             continue
         folder = host_path(root, f"/sys/module/{module}/parameters")
         try:
@@ -167,16 +179,29 @@ def _parameters(root: Path, modules: Iterable[str]) -> dict[str, dict[str, str]]
 
 def read_kernel(root: Path) -> KernelFacts:
     release = (text_under(root, OSRELEASE, MAX_SMALL_BYTES) or "").strip() or None
-    config, source = _config(root, release)
+    copies = _readable_copies(root, release)
+    config, source = _config(root, copies)
     options = [*cmdline_options(text_under(root, CMDLINE, MAX_SMALL_BYTES)), *modprobe_options(root)]
     modules = text_under(root, MODULES, 4 * 1024 * 1024)
     loaded = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.split())
     # The GPU stack's modules' parameters are read whether the configuration names them or not.
     in_effect = _parameters(root, [*sorted(stack_modules()), *(o.module for o in options)])
-    copies = ()
-    if release and "/" not in release:
-        paths = [where.format(release=release) for where in CONFIG_COPIES]
-        copies = tuple(
-            p for p in paths if os.path.isfile(host_path(root, p)) and os.access(host_path(root, p), os.R_OK)
+    in_sysfs = frozenset(
+        o.module for o in options if _plain(o.module) and os.path.isdir(host_path(root, f"/sys/module/{o.module}"))
+    )
+    absent = {o.parameter for o in options if o.module not in (loaded or ()) and o.module not in in_sysfs}
+    holders = {
+        parameter: tuple(
+            module
+            for module in sorted(loaded or ())[:MAX_MODULES_LOOKED_AT]
+            if os.path.exists(host_path(root, f"/sys/module/{module}/parameters/{parameter}"))
         )
-    return KernelFacts(release, config, source, tuple(options), loaded, in_effect, copies)
+        for parameter in sorted(absent)
+        if _plain(parameter)
+    }
+    return KernelFacts(release, config, source, tuple(options), loaded, in_effect, copies, in_sysfs, holders)
+
+
+def _plain(name: str) -> bool:
+    """A module's or a parameter's name that stays one path component under /sys/module."""
+    return bool(name) and "/" not in name and not name.startswith(".")
