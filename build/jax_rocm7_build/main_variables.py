@@ -13,6 +13,7 @@ import fnmatch
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,27 +66,43 @@ def _files(git_dir: Path, commit: str, patterns: list[str], exclude: re.Pattern[
     return texts
 
 
+def _texts_at(
+    folder: Path, repo: str, commit: str, paths: list[str], exclude: re.Pattern[str], what: str
+) -> dict[str, str]:
+    """The files of `repo` at `commit` the reader's paths name; BuildError where the snapshot lacks the commit
+    (`what`: how the commit is named in that error)."""
+    from jax_rocm7_build.progress import BuildError
+
+    git_dir = snapshots.git_dir(folder, repo)
+    try:
+        snapshots.git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
+    except BuildError:
+        raise BuildError(f"{repo}: {what} {commit} is not in {git_dir}") from None
+    return _files(git_dir, commit, paths, exclude)
+
+
+def _reads(texts: dict[str, str], mechanisms: list[str]) -> Iterator[tuple[str, str, str, Any]]:
+    """(path, text, mechanism, read) of every read the mechanisms find in the texts, by path."""
+    from jax_rocm7_build.stack_variables_gen import MECHANISMS
+
+    for path, text in sorted(texts.items()):
+        for mechanism in mechanisms:
+            for read in MECHANISMS[mechanism](text):
+                yield path, text, mechanism, read
+
+
 def _defaults_by_release(
     found: dict[tuple[str, str], dict[str, Any]], sources: dict[str, Any], folder: Path, exclude: re.Pattern[str]
 ) -> None:
     """Each read's default at the reader's earlier releases (`releases`: release -> commit), kept where one differs
     from the pinned commit's: the default a machine of that release runs with where the variable is unset."""
-    from jax_rocm7_build.progress import BuildError
-    from jax_rocm7_build.stack_variables_gen import MECHANISMS
-
     for reader in sources["readers"]:
         for release, commit in reader.get("releases", {}).items():
-            git_dir = snapshots.git_dir(folder, reader["repo"])
-            try:
-                snapshots.git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
-            except BuildError:
-                raise BuildError(f"{reader['repo']}: {release}'s commit {commit} is not in {git_dir}") from None
+            texts = _texts_at(folder, reader["repo"], commit, reader["paths"], exclude, f"{release}'s commit")
             seen: dict[str, str] = {}
-            for text in _files(git_dir, commit, reader["paths"], exclude).values():
-                for mechanism in reader["mechanisms"]:
-                    for read in MECHANISMS[mechanism](text):
-                        if read.default is not None:
-                            seen.setdefault(read.name, read.default[:80])
+            for _, _, _, read in _reads(texts, reader["mechanisms"]):
+                if read.default is not None:
+                    seen.setdefault(read.name, read.default[:80])
             for (name, who), entry in found.items():
                 if who == reader["reader"] and name in seen and seen[name] != entry.get("default"):
                     entry.setdefault("defaults", {})[release] = seen[name]
@@ -102,11 +119,11 @@ def _type_by_flow(
     (`machine`), how much of the value reaches it (`shape`) and where (`used_at`)."""
     from jax_rocm7_build.value_flows import flows
 
+    keeps = frozenset(sources["keeps"])
     for key, entry in found.items():
         if entry["rule"] != "read":
             continue
         path, line, flag = sites[key]
-        keeps = frozenset(sources["keeps"])
         reached = flows(entry["name"], path, line, reader_texts[key[1]], sources["sinks"], keeps, flag=flag)
         if not reached:
             continue
@@ -141,44 +158,35 @@ def _check_cited_line(read: Any, text: str, path: str) -> None:
 
 
 def generate(sources: dict[str, Any], folder: Path) -> dict[str, Any]:
-    from jax_rocm7_build.progress import BuildError
-    from jax_rocm7_build.stack_variables_gen import MECHANISMS
-
     exclude = re.compile(sources["exclude"])
     found: dict[tuple[str, str], dict[str, Any]] = {}
     sites: dict[tuple[str, str], tuple[str, int, bool]] = {}  # (name, reader) -> where its kept read is
     reader_texts: dict[str, dict[str, str]] = {}  # a reader's files, every entry of it together
     readers = []
     for reader in sources["readers"]:
-        git_dir = snapshots.git_dir(folder, reader["repo"])
-        try:
-            snapshots.git(git_dir, "cat-file", "-e", f"{reader['commit']}^{{commit}}")
-        except BuildError:
-            raise BuildError(f"{reader['repo']}: commit {reader['commit']} is not in {git_dir}") from None
         readers.append({"reader": reader["reader"], "repo": reader["repo"], "commit": reader["commit"]})
-        texts = _files(git_dir, reader["commit"], reader["paths"], exclude)
+        texts = _texts_at(folder, reader["repo"], reader["commit"], reader["paths"], exclude, "commit")
         reader_texts.setdefault(reader["reader"], {}).update(texts)
-        for path, text in sorted(texts.items()):
-            for mechanism in reader["mechanisms"]:
-                for read in MECHANISMS[mechanism](text):
-                    _check_cited_line(read, text, path)
-                    key = (read.name, reader["reader"])
-                    entry = {
-                        "name": read.name,
-                        "reader": reader["reader"],
-                        "rule": read.rule,
-                        "source": f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{path}#L{read.line}",
-                    }
-                    if read.default is not None:
-                        entry["default"] = read.default[:80]
-                    if read.values:
-                        entry["values"] = list(read.values)
-                    kept = found.get(key)
-                    if kept is None or (kept["rule"] in PRECEDENCE and read.rule not in PRECEDENCE):
-                        found[key] = entry
-                        sites[key] = (path, read.line, mechanism in FLAG_MECHANISMS)
+        for path, text, mechanism, read in _reads(texts, reader["mechanisms"]):
+            _check_cited_line(read, text, path)
+            key = (read.name, reader["reader"])
+            entry = {
+                "name": read.name,
+                "reader": reader["reader"],
+                "rule": read.rule,
+                "source": f"https://github.com/{reader['repo']}/blob/{reader['commit']}/{path}#L{read.line}",
+            }
+            if read.default is not None:
+                entry["default"] = read.default[:80]
+            if read.values:
+                entry["values"] = list(read.values)
+            kept = found.get(key)
+            if kept is None or (kept["rule"] in PRECEDENCE and read.rule not in PRECEDENCE):
+                found[key] = entry
+                sites[key] = (path, read.line, mechanism in FLAG_MECHANISMS)
     _type_by_flow(found, sites, reader_texts, sources, {r["reader"]: r for r in sources["readers"]})
     _defaults_by_release(found, sources, folder, exclude)
+    from jax_rocm7_build.progress import BuildError
     from jax_rocm7_build.stack_variables_gen import xla_flag_names
 
     xla_flags = {}
