@@ -73,6 +73,40 @@ def _digest(path: Path, algorithm: str) -> bytes | None:
         return None
 
 
+class _Held:
+    """One package's files held to its manifest, one at a time: missing, of another size, or of another digest."""
+
+    def __init__(self, policy: ManifestPolicy, budget: _Budget) -> None:
+        self.policy, self.budget = policy, budget
+        self.missing: list[str] = []
+        self.changed: list[str] = []
+        self.checked = 0
+
+    def compare(
+        self, path: Path, shown: str, size: int | None, algorithm: str | None, wanted: str, *, urlsafe: bool = False
+    ) -> None:
+        """`size`: the manifest's, where it has one; `wanted`: its digest in `algorithm`, hex or (pip's RECORD)
+        urlsafe base64 without padding. A file over the policy's size or past the budget is held by size only."""
+        self.checked += 1
+        try:
+            actual = os.stat(path).st_size
+        except OSError:
+            self.missing.append(shown)
+            return
+        if size is not None and actual != size:
+            self.changed.append(shown)
+        elif algorithm and actual <= self.policy.hash_max_bytes and self.budget.take(actual):
+            digest = _digest(path, algorithm)
+            if digest is None:
+                return
+            written = base64.urlsafe_b64encode(digest).rstrip(b"=").decode() if urlsafe else digest.hex()
+            if written != wanted:
+                self.changed.append(shown)
+
+    def check(self, system: str, package: str, version: str | None) -> ManifestCheck:
+        return ManifestCheck(system, package, version, tuple(self.missing), tuple(self.changed), self.checked)
+
+
 def _pip(env: PythonEnv, policy: ManifestPolicy, budget: _Budget, root: Path) -> list[ManifestCheck]:
     checks = []
     for distribution in env.distributions:
@@ -84,27 +118,14 @@ def _pip(env: PythonEnv, policy: ManifestPolicy, budget: _Budget, root: Path) ->
             record = read_text(Path(distribution.info) / "RECORD", MAX_MANIFEST_BYTES)
         except (OSError, ValueError):
             continue
-        missing, changed, checked = [], [], 0
+        held = _Held(policy, budget)
         for row in csv.reader(record.splitlines()):
             if len(row) < 3 or not row[1].startswith("sha256=") or not row[2].isdigit() or row[0].startswith(".."):
                 continue
             path = folder / row[0]
             shown = "/" + os.path.relpath(path, root) if str(root) != "/" else str(path)
-            checked += 1
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                missing.append(shown)
-                continue
-            if size != int(row[2]):
-                changed.append(shown)
-            elif size <= policy.hash_max_bytes and budget.take(size):
-                digest = _digest(path, "sha256")
-                wanted = row[1].removeprefix("sha256=")
-                if digest is not None and base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != wanted:
-                    changed.append(shown)
-        checks.append(ManifestCheck("pip", distribution.name, distribution.version, tuple(missing), tuple(changed),
-                                    checked))  # fmt: skip
+            held.compare(path, shown, int(row[2]), "sha256", row[1].removeprefix("sha256="), urlsafe=True)
+        checks.append(held.check("pip", distribution.name, distribution.version))
     return checks
 
 
@@ -123,23 +144,13 @@ def _dpkg(root: Path, policy: ManifestPolicy, budget: _Budget) -> list[ManifestC
             text = read_text(folder / name, MAX_MANIFEST_BYTES)
         except (OSError, ValueError):
             continue
-        missing, changed, checked = [], [], 0
+        held = _Held(policy, budget)
         for line in text.splitlines():
             digest, _, relative = line.partition("  ")
             if len(digest) != 32 or not relative:
                 continue
-            checked += 1
-            path = host_path(root, "/" + relative)
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                missing.append("/" + relative)
-                continue
-            if size <= policy.hash_max_bytes and budget.take(size):
-                found = _digest(path, "md5")
-                if found is not None and found.hex() != digest:
-                    changed.append("/" + relative)
-        checks.append(ManifestCheck("dpkg", package, None, tuple(missing), tuple(changed), checked))
+            held.compare(host_path(root, "/" + relative), "/" + relative, None, "md5", digest)  # md5sums: no size
+        checks.append(held.check("dpkg", package, None))
     return checks
 
 
@@ -242,25 +253,13 @@ def _rpm_check(
     indexes, modes, flags, states = numbers(_DIRINDEXES), numbers(_FILEMODES), numbers(_FILEFLAGS), numbers(_FILESTATES)
     sizes = numbers(_LONGFILESIZES) or numbers(_FILESIZES)
     algorithm = _DIGESTS.get((numbers(_FILEDIGESTALGO) or (1,))[0])
-    missing, changed, checked = [], [], 0
+    held = _Held(policy, budget)
     for index, base in enumerate(basenames):
         if not stat.S_ISREG(modes[index] & 0xFFFF) or flags[index] & (_CONFIG | _GHOST) or (states and states[index]):
             continue  # a folder or a link; a file an administrator edits; one rpm did not install (nodocs, a language)
         shown = dirnames[indexes[index]] + base
-        checked += 1
-        path = host_path(root, shown)
-        try:
-            size = os.stat(path).st_size
-        except OSError:
-            missing.append(shown)
-            continue
-        if size != sizes[index]:
-            changed.append(shown)
-        elif algorithm and size <= policy.hash_max_bytes and budget.take(size):
-            found = _digest(path, algorithm)
-            if found is not None and found.hex() != digests[index]:
-                changed.append(shown)
-    return ManifestCheck("rpm", name, version, tuple(missing), tuple(changed), checked)
+        held.compare(host_path(root, shown), shown, sizes[index], algorithm, digests[index])
+    return held.check("rpm", name, version)
 
 
 def read_manifests(root: Path, env: PythonEnv | None, policy: ManifestPolicy) -> tuple[ManifestCheck, ...]:
